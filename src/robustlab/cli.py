@@ -1,0 +1,158 @@
+"""The robustlab command line: list, run, reproduce, report.
+
+The only module that reads sys.argv. A user's mistake (bad key, value, preset, study,
+grid, path) prints one line ``robustlab: error: ...`` and exits 2, before any run
+directory is created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from .config import UserError
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage otherwise)
+        raise UserError(message)
+
+
+def _kv(items: list[str], flag: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise UserError(f"{flag} {item!r} is not allowed: expected key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v
+    return out
+
+
+def _add_sweep_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default="quick", help="named settings: quick (default) or paper")
+    p.add_argument("--out", type=Path, default=None, help="run directory (default runs/NAME-TIME)")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--backend", default="local", help="local (default) or ray")
+    p.add_argument("--workers", type=int, default=1, help="local backend: parallel processes")
+    p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="robustlab", description="A laboratory for the science of adversarial robustness.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    p_list = sub.add_parser("list", help="studies and their parameters")
+    p_list.add_argument("study", nargs="?", help="show one study only")
+    p_run = sub.add_parser("run", help="run one study")
+    p_run.add_argument("study")
+    p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a config field")
+    p_run.add_argument("--grid", dest="grids", action="append", default=[], metavar="KEY=V1,V2|LO:HI:N[log]",
+                       help="sweep a config field")
+    p_run.add_argument("--seed", type=int, default=None, help="base seed (seeds are seed, seed+1, ...)")
+    p_run.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the preset's)")
+    p_run.add_argument("--resume", action="store_true", help="continue the run in --out (also implied by re-running into it)")
+    _add_sweep_options(p_run)
+    p_rep = sub.add_parser("reproduce", help="run every study and write one report")
+    p_rep.add_argument("--seed", type=int, default=None, help="base seed of every study")
+    _add_sweep_options(p_rep)
+    p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
+    p_report.add_argument("dir", type=Path)
+    return parser
+
+
+def _default_out(name: str) -> Path:
+    return Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def _sweep_options(args: argparse.Namespace):
+    from .sweep.runner import SweepOptions
+    from .utils import resolve_device
+
+    resolve_device(args.device)  # validate now, before anything is written
+    if args.workers < 1:
+        raise UserError(f"workers={args.workers} is not allowed: a value >= 1")
+    if args.backend not in ("local", "ray"):
+        raise UserError(f"backend={args.backend!r} is not allowed: one of local, ray")
+    return SweepOptions(backend=args.backend, workers=args.workers, device=args.device,
+                        ray_address=args.ray_address, quiet=args.quiet)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .studies import REGISTRY, get_study
+
+    names = [args.study] if args.study else list(REGISTRY)
+    for name in names:
+        st = get_study(name)
+        print(f"{st.name}: {st.title}  ({st.source})")
+        print("  presets: " + ", ".join(f"{k} ({v.description or 'no description'})" for k, v in st.presets.items()))
+        for fname, tname, default, help_ in st.config.describe():
+            print(f"  {fname:<22} {tname:<34} default={default!r:<14} {help_}")
+        print()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .report.html import claim_table_text
+    from .studies import get_study
+    from .studies.base import execute, plan
+
+    study = get_study(args.study)
+    p = plan(study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
+             seed=args.seed, n_seeds=args.seeds)
+    options = _sweep_options(args)
+    out = args.out or _default_out(study.name)
+    if args.resume and not (out / "manifest.json").exists():
+        raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
+    t0 = time.perf_counter()
+    summary = execute(p, out, options)
+    print(claim_table_text([summary["section"]]))
+    n_fail = len(summary["failures"])
+    print(f"{len(p.points)} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {out}/report.html")
+    if args.strict and not all(c["passed"] for c in summary["claims"]):
+        return 1
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .studies.reproduce import reproduce
+
+    options = _sweep_options(args)
+    out = args.out or _default_out("reproduce")
+    return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .studies.reproduce import rebuild
+
+    if not args.dir.is_dir():
+        raise UserError(f"dir={str(args.dir)!r} is not allowed: no such directory")
+    return rebuild(args.dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report}
+        return handler[args.command](args)
+    except UserError as exc:
+        print(f"robustlab: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("robustlab: interrupted (finished points are kept; re-run with the same --out to resume)",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

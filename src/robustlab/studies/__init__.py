@@ -1,0 +1,32 @@
+"""Studies: config -> grid of runs -> results -> claims -> figures.
+
+The registry maps a study's command name to the module that defines ``STUDY``; modules
+are imported on first use so that ``robustlab list`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..config import UserError
+from .base import Claim, Context, Figure, Preset, Study
+
+__all__ = ["REGISTRY", "get_study", "all_studies", "REPRODUCE_ORDER", "Study", "Preset", "Claim",
+           "Context", "Figure"]
+
+REGISTRY: dict[str, str] = {
+    "smoke": "robustlab.studies.smoke",
+}
+
+# The studies `robustlab reproduce` runs, in order.
+REPRODUCE_ORDER: list[str] = []
+
+
+def get_study(name: str) -> Study:
+    if name not in REGISTRY:
+        raise UserError(f"study={name!r} is not allowed: one of {', '.join(REGISTRY)}")
+    return importlib.import_module(REGISTRY[name]).STUDY
+
+
+def all_studies() -> list[Study]:
+    return [get_study(n) for n in REGISTRY]
