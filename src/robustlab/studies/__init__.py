@@ -16,10 +16,14 @@ __all__ = ["REGISTRY", "get_study", "all_studies", "REPRODUCE_ORDER", "Study", "
 
 REGISTRY: dict[str, str] = {
     "smoke": "robustlab.studies.smoke",
+    "feature-learning": "robustlab.studies.feature_learning",
+    "lazy-attack": "robustlab.studies.lazy_attack",
+    "lazy-adversarial": "robustlab.studies.lazy_adversarial",
+    "width-depth-init": "robustlab.studies.width_depth_init",
 }
 
 # The studies `robustlab reproduce` runs, in order.
-REPRODUCE_ORDER: list[str] = []
+REPRODUCE_ORDER: list[str] = ["feature-learning", "lazy-attack", "lazy-adversarial", "width-depth-init"]
 
 
 def get_study(name: str) -> Study:

@@ -1,0 +1,37 @@
+"""The ensemble convention: E independent copies of a small model train in one pass.
+
+An ensemble model keeps every parameter with a leading dimension ``E`` and maps inputs
+``(E, N, ...)`` to outputs ``(E, N, k)`` (or ``(E, N)`` for a binary scalar output): copy
+``e`` sees only ``x[e]``. Attacks and metrics expect a plain model ``(N, ...) -> (N, k)``;
+:class:`Flat` adapts one to the other by folding ``E`` into the batch, so that sample
+``e * N + n`` of the flat batch is sample ``n`` seen by copy ``e``. Because each flat sample
+reaches exactly one copy, per-sample input gradients and per-sample attacks stay exact.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["Flat", "fold", "unfold"]
+
+
+def fold(x: torch.Tensor) -> torch.Tensor:
+    """(E, N, ...) -> (E*N, ...)."""
+    return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
+
+
+def unfold(x: torch.Tensor, E: int) -> torch.Tensor:
+    """(E*N, ...) -> (E, N, ...)."""
+    return x.reshape(E, x.shape[0] // E, *x.shape[1:])
+
+
+class Flat(nn.Module):
+    """View an ensemble model ``(E, N, ...) -> (E, N, ...)`` as ``(E*N, ...) -> (E*N, ...)``."""
+
+    def __init__(self, model: nn.Module, E: int):
+        super().__init__()
+        self.model, self.E = model, E
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return fold(self.model(unfold(x, self.E)))
