@@ -91,6 +91,7 @@ def _torchvision(name: str, data_dir: str | Path | None) -> ImageData:
         import torchvision.datasets as tvd
     except ImportError:
         raise UserError(f"dataset={name!r} needs torchvision: pip install 'robustlab[vision]'") from None
+    tvd = _lenient(tvd)
     try:
         if name == "mnist":
             tr, te = tvd.MNIST(str(root), train=True, download=False), tvd.MNIST(str(root), train=False, download=False)
@@ -104,13 +105,38 @@ def _torchvision(name: str, data_dir: str | Path | None) -> ImageData:
             arrays = [(np.asarray(ds.data), np.asarray(ds.labels)) for ds in (tr, te)]
         else:  # pragma: no cover - guarded by DATASETS
             raise UserError(f"dataset={name!r} is not allowed: one of {', '.join(DATASETS)}")
-    except RuntimeError as exc:  # torchvision: "Dataset not found or corrupted"
+    except (RuntimeError, FileNotFoundError, OSError) as exc:  # torchvision: "Dataset not found or corrupted"
         raise UserError(f"dataset={name!r}: files not found under {str(root)!r} "
                         f"(torchvision says: {str(exc).splitlines()[0]})") from None
     (xtr, ytr), (xte, yte) = arrays
     to_t = lambda a: torch.tensor(np.ascontiguousarray(a), dtype=torch.float32) / 255.0  # noqa: E731
     return ImageData(to_t(xtr), torch.tensor(ytr, dtype=torch.int64), name,
                      to_t(xte), torch.tensor(yte, dtype=torch.int64))
+
+
+def _lenient(tvd):
+    """torchvision dataset classes that check files are present but not their md5 sums.
+
+    The checksums guard torchvision's own downloads; robustlab never downloads, and reads
+    whatever standard-format files the user placed in the data directory.
+    """
+    import types
+
+    def unsum(entries):
+        return [(f, None) for f, _ in entries]
+
+    class CIFAR10(tvd.CIFAR10):
+        train_list, test_list = unsum(tvd.CIFAR10.train_list), unsum(tvd.CIFAR10.test_list)
+        meta = {**tvd.CIFAR10.meta, "md5": None}
+
+    class CIFAR100(tvd.CIFAR100):
+        train_list, test_list = unsum(tvd.CIFAR100.train_list), unsum(tvd.CIFAR100.test_list)
+        meta = {**tvd.CIFAR100.meta, "md5": None}
+
+    class SVHN(tvd.SVHN):
+        split_list = {k: [v[0], v[1], None] for k, v in tvd.SVHN.split_list.items()}
+
+    return types.SimpleNamespace(MNIST=tvd.MNIST, CIFAR10=CIFAR10, CIFAR100=CIFAR100, SVHN=SVHN)
 
 
 def load_raw(name: str, data_dir: str | Path | None = None) -> ImageData:
@@ -203,7 +229,7 @@ def load_images(
 
     if raw.test_images is not None:
         x_tr, y_tr = pick(raw.images, raw.labels)
-        x_te, y_te = pick(raw.test_images, raw.labels.new_tensor(raw.test_labels))
+        x_te, y_te = pick(raw.test_images, raw.test_labels)
     else:
         x_all, y_all = pick(raw.images, raw.labels)
         tr, te = _stratified_split(y_all.numpy(), test_fraction, split_seed)

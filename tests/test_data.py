@@ -1,0 +1,77 @@
+import pytest
+import torch
+
+from robustlab.config import UserError
+from robustlab.data import load_images, resize
+
+
+def test_digits_shapes_and_range():
+    s = load_images("digits")
+    assert s.x_train.shape[1:] == (1, 8, 8)
+    assert len(s.x_train) + len(s.x_test) == 1797
+    assert 0.0 <= float(s.x_train.min()) and float(s.x_train.max()) <= 1.0
+    assert s.n_classes == 10 and not s.binary
+    assert set(s.y_test.tolist()) == set(range(10))
+
+
+def test_mnist5k_binary_pair_labels_and_split():
+    s = load_images("mnist5k", classes=(0, 1), flatten=True)
+    assert s.binary and s.d == 784
+    assert set(s.y_train.tolist()) == {-1.0, 1.0}
+    n = len(s.x_train) + len(s.x_test)
+    assert abs(len(s.x_test) / n - 0.2) < 0.01
+    # stratified: both classes present in both parts
+    assert set(s.y_test.tolist()) == {-1.0, 1.0}
+
+
+def test_split_is_deterministic_and_seed_dependent():
+    a = load_images("digits", split_seed=0)
+    b = load_images("digits", split_seed=0)
+    c = load_images("digits", split_seed=1)
+    assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_test, b.y_test)
+    assert not torch.equal(a.x_train, c.x_train)
+
+
+def test_resize_and_sphere():
+    s = load_images("mnist5k", classes=(3, 7), size=10, flatten=True, sphere=True)
+    assert s.d == 100
+    torch.testing.assert_close(s.x_train.norm(dim=1), torch.ones(len(s.x_train)))
+    assert s.classes == (3, 7)
+
+
+def test_resize_is_antialiased_mean_preserving():
+    x = torch.rand(4, 1, 28, 28)
+    y = resize(x, 7)
+    assert y.shape == (4, 1, 7, 7)
+    # antialiased downsampling by 4 averages: the image mean is (nearly) kept
+    torch.testing.assert_close(y.mean((1, 2, 3)), x.mean((1, 2, 3)), atol=0.02, rtol=0)
+
+
+def test_multiclass_subset_reindexes_in_given_order():
+    s = load_images("digits", classes=(7, 2, 5))
+    assert set(s.y_train.tolist()) == {0, 1, 2} and s.classes == (7, 2, 5)
+
+
+@pytest.mark.parametrize("kw, text", [
+    ({"classes": (0,)}, "at least two"),
+    ({"classes": (0, 0)}, "distinct"),
+    ({"classes": (0, 42)}, "absent"),
+    ({"classes": (0, 1, 2), "binary": True}, "exactly two"),
+    ({"size": 1}, ">= 2"),
+    ({"size": 12}, "larger than"),
+])
+def test_bad_requests_are_user_errors(kw, text):
+    with pytest.raises(UserError, match=text):
+        load_images("digits", **kw)
+
+
+def test_upsample_allowed_when_asked():
+    s = load_images("digits", size=12, allow_upsample=True, max_train=5, max_test=5)
+    assert s.x_train.shape == (5, 1, 12, 12)
+
+
+def test_unknown_dataset_and_missing_data_dir():
+    with pytest.raises(UserError, match="one of"):
+        load_images("imagenet")
+    with pytest.raises(UserError, match="data-dir"):
+        load_images("cifar10")
