@@ -39,7 +39,10 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--backend", default="local", help="local (default) or ray")
     p.add_argument("--workers", type=int, default=1, help="local backend: parallel processes")
+    p.add_argument("--threads", type=int, default=1,
+                   help="CPU threads of each point, on every backend (default 1; results depend on it)")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
+    p.add_argument("--retry-failed", action="store_true", help="re-run points recorded as failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
 
@@ -61,9 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_options(p_run)
     p_rep = sub.add_parser("reproduce", help="run every study and write one report")
     p_rep.add_argument("--seed", type=int, default=None, help="base seed of every study")
+    p_rep.add_argument("--only", default=None, metavar="NAME[,NAME]",
+                       help="run only these studies, in this order (default: all of "
+                            "feature-learning, lazy-attack, lazy-adversarial, width-depth-init)")
     _add_sweep_options(p_rep)
     p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
-    p_report.add_argument("dir", type=Path)
+    p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
+    p_report.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
     return parser
 
 
@@ -76,12 +83,11 @@ def _sweep_options(args: argparse.Namespace):
     from .utils import resolve_device
 
     resolve_device(args.device)  # validate now, before anything is written
-    if args.workers < 1:
-        raise UserError(f"workers={args.workers} is not allowed: a value >= 1")
-    if args.backend not in ("local", "ray"):
-        raise UserError(f"backend={args.backend!r} is not allowed: one of local, ray")
+    if args.ray_address and args.backend != "ray":
+        raise UserError("--ray-address is not allowed without --backend ray")
     return SweepOptions(backend=args.backend, workers=args.workers, device=args.device,
-                        ray_address=args.ray_address, quiet=args.quiet)
+                        ray_address=args.ray_address, quiet=args.quiet, threads=args.threads,
+                        retry_failed=args.retry_failed)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -122,10 +128,18 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .studies.reproduce import reproduce
+    from .sweep.backends import prepare
 
+    only = None
+    if args.only is not None:
+        only = [n.strip() for n in args.only.split(",") if n.strip()]
+        if not only:
+            raise UserError(f"--only {args.only!r} is not allowed: name at least one study")
     options = _sweep_options(args)
+    prepare(options)  # an unreachable --ray-address fails before the directory is made
     out = args.out or _default_out("reproduce")
-    return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict)
+    return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,
+                     studies=only)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -133,7 +147,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise UserError(f"dir={str(args.dir)!r} is not allowed: no such directory")
-    return rebuild(args.dir)
+    return rebuild(args.dir, strict=args.strict)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,3 +3,6 @@
 from .images import DATASETS, ImageData, Split, load_images, load_raw, resize
 
 __all__ = ["DATASETS", "ImageData", "Split", "load_images", "load_raw", "resize"]
+from .sphere import SPHERE_BOUNDS, sphere_teacher  # noqa: E402
+
+__all__ += ["SPHERE_BOUNDS", "sphere_teacher"]

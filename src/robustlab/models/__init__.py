@@ -3,3 +3,6 @@
 from .ensemble import Flat, fold, unfold
 
 __all__ = ["Flat", "fold", "unfold"]
+from .two_layer import TwoLayerReLU, neuron_offsets, outside_ball, project_to_ball  # noqa: E402
+
+__all__ += ["TwoLayerReLU", "neuron_offsets", "outside_ball", "project_to_ball"]

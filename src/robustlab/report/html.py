@@ -1,4 +1,17 @@
-"""A self-contained HTML report (figures embedded as base64), readable offline."""
+"""The report: one self-contained HTML file (figures embedded as base64), readable offline.
+
+Layout, top to bottom: a verdict banner (claims passed / failed, failed points, problems),
+a box listing everything that went wrong, the claim table (study, source and statement,
+PASS/FAIL, evidence), then one section per study — summary, its figures with numbered
+captions, its failed points (reason and traceback), the configuration, seeds, and the
+package and code versions — and an environment footer.
+
+Evidence is a claim's ``evidence`` dict. Numbers print with 4 significant digits; a key
+``k`` whose sibling ``k_ci`` holds two numbers prints as ``k = v [lo, hi]`` (see
+:meth:`robustlab.report.plots.PowerLawFit.evidence`); a ``traceback`` entry is kept out of
+the table and shown folded under the study. :func:`claim_table_text` prints the same
+table as plain text for the terminal.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +19,14 @@ import base64
 import dataclasses
 import html
 import json
+import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from .. import records
 
-__all__ = ["StudySection", "write_report", "claim_table_text"]
+__all__ = ["StudySection", "write_report", "claim_table_text", "format_evidence", "render_report"]
 
 
 @dataclasses.dataclass
@@ -22,89 +37,448 @@ class StudySection:
     summary: str
     manifest: dict[str, Any]
     claims: list[dict[str, Any]]
-    figures: list[dict[str, Any]]  # {"file", "title", "caption"}, file relative to root of the study dir
+    figures: list[dict[str, Any]]  # {"file", "title", "caption"}, file relative to the study dir
     failures: list[dict[str, Any]]
     problems: list[str]
     n_rows: int
     subdir: str = ""  # where the study's files live, relative to the report
 
 
-def _esc(x: Any) -> str:
-    return html.escape(str(x))
+# ----------------------------------------------------------------------------------------
+# evidence and the plain-text claim table
+
+_HIDDEN_KEYS = ("traceback",)
 
 
-def _evidence(ev: dict[str, Any]) -> str:
-    items = []
-    for k, v in ev.items():
-        if isinstance(v, float):
-            v = f"{v:.4g}"
-        elif isinstance(v, list | dict):
-            v = json.dumps(records._clean(v), default=str)
-            if len(v) > 300:
-                v = v[:300] + "…"
-        items.append(f"<b>{_esc(k)}</b>: {_esc(v)}")
-    return "; ".join(items)
+def _num(v: float) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return str(v)
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.4g}"
 
 
-def _img(path: Path) -> str:
-    data = base64.b64encode(path.read_bytes()).decode()
-    return f'<img alt="{_esc(path.name)}" src="data:image/png;base64,{data}">'
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def claim_table_text(sections: list[StudySection]) -> str:
-    """The claim table as plain text for the terminal."""
-    lines = [f"{'study':<18} {'claim':<28} {'result':<6} evidence"]
+@dataclasses.dataclass(frozen=True)
+class _Estimate:
+    """A number with its interval, printed ``v [lo, hi]``."""
+
+    value: Any
+    lo: Any
+    hi: Any
+
+
+# keys a bare ``ci`` entry belongs to, in order of preference
+_CI_OWNERS = ("slope", "estimate", "value", "mean")
+
+
+def _is_pair(v: Any) -> bool:
+    return isinstance(v, list | tuple) and len(v) == 2 and all(x is None or _is_num(x) for x in v)
+
+
+def _merge(d: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(key, value) pairs of a dict with ``k`` + ``k_ci`` (and ``slope`` + ``ci``) merged."""
+    owner = None
+    if _is_pair(d.get("ci")):
+        owner = next((k for k in _CI_OWNERS if _is_num(d.get(k))), None)
+    used: set[str] = set()
+    out: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        ci_key = f"{k}_ci" if _is_pair(d.get(f"{k}_ci")) else ("ci" if k == owner else None)
+        if _is_num(v) and ci_key:
+            ci = d[ci_key]
+            out.append((k, _Estimate(v, ci[0], ci[1])))
+            used.add(ci_key)
+        else:
+            out.append((k, v))
+    return [(k, v) for k, v in out if k not in used and k not in _HIDDEN_KEYS]
+
+
+def _clip(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _value(v: Any, limit: int | None = 240) -> str:
+    """Compact text of an evidence value: numbers to 4 significant digits, intervals merged,
+    long lists of numbers elided in the middle, dicts as ``{k=v, …}``."""
+    if isinstance(v, _Estimate):
+        return f"{_num(v.value)} [{_num(v.lo)}, {_num(v.hi)}]"
+    if v is None or isinstance(v, bool) or _is_num(v):
+        return _num(v)
+    if isinstance(v, str):
+        return _clip(v, limit)
+    if isinstance(v, dict):
+        return _clip("{" + ", ".join(f"{k}={_value(x, None)}" for k, x in _merge(v)) + "}", limit)
+    if isinstance(v, list | tuple):
+        if all(x is None or _is_num(x) for x in v):
+            items = [_num(x) for x in v]
+            if len(items) > 8:
+                return f"[{', '.join(items[:3] + ['…'] + items[-2:])}] (n={len(v)})"
+            return f"[{', '.join(items)}]"
+        text = "[" + ", ".join(_value(x, None) for x in v) + "]"
+        if limit is not None and len(text) > limit:
+            text = _clip(text, limit - len(f" ({len(v)} items)")) + f" ({len(v)} items)"
+        return text
+    return _clip(str(v), limit)
+
+
+def format_evidence(ev: dict[str, Any], *, limit: int | None = 240) -> list[tuple[str, str]]:
+    """Evidence as (key, text) pairs, in the evidence's order; ``k`` and ``k_ci`` (or
+    ``slope`` and ``ci``) merge into ``v [lo, hi]``; a ``traceback`` is left out."""
+    ev = records._clean(dict(ev))  # numpy scalars -> Python, NaN -> None
+    return [(k, _value(v, limit)) for k, v in _merge(ev)]
+
+
+def _counts(sections: list[StudySection]) -> dict[str, int]:
+    claims = [c for s in sections for c in s.claims]
+    return {"claims": len(claims), "passed": sum(bool(c["passed"]) for c in claims),
+            "failed": sum(not c["passed"] for c in claims),
+            "failed_points": sum(len(s.failures) for s in sections),
+            "problems": sum(len(s.problems) for s in sections)}
+
+
+def claim_table_text(sections: list[StudySection], *, width: int = 110) -> str:
+    """The claim table as plain text: one block per claim (id, PASS/FAIL, evidence, then the
+    statement and its source on an indented line), and a one-line verdict."""
+    sw = max([5] + [len(s.name) for s in sections])
+    cw = max([5] + [len(c["id"]) for s in sections for c in s.claims])
+    head = f"{'study':<{sw}}  {'claim':<{cw}}  result  evidence"
+    lines = [head, "-" * min(width, max(len(head), 60))]
+    lead = sw + cw + 12
+    indent = " " * (sw + 2)
     for s in sections:
         for c in s.claims:
-            ev = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in c["evidence"].items() if not isinstance(v, list | dict))
-            lines.append(f"{s.name:<18} {c['id']:<28} {'PASS' if c['passed'] else 'FAIL':<6} {ev[:120]}")
+            ev = "; ".join(f"{k} = {v}" for k, v in format_evidence(c["evidence"], limit=100)) or "-"
+            wrapped = textwrap.wrap(ev, max(30, width - lead)) or ["-"]
+            mark = "PASS" if c["passed"] else "FAIL"
+            lines.append(f"{s.name:<{sw}}  {c['id']:<{cw}}  {mark:<6}  {wrapped[0]}")
+            lines.extend(" " * lead + w for w in wrapped[1:])
+            src = c.get("source") or s.source
+            statement = f"{c['statement']}  [{src}]" if src else c["statement"]
+            lines.extend(textwrap.wrap(statement, width, initial_indent=indent + "» ",
+                                       subsequent_indent=indent + "  "))
+    n = _counts(sections)
+    verdict = f"claims: {n['passed']} passed, {n['failed']} failed (of {n['claims']})"
+    if n["failed_points"]:
+        verdict += f"; failed points: {n['failed_points']}"
+    if n["problems"]:
+        verdict += f"; problems: {n['problems']}"
+    lines.append(verdict)
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------------------
+# HTML
+
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;width:100%;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:0.9em}
-th{background:#f0f0f0}.pass{color:#176b2c;font-weight:bold}.fail{color:#b00020;font-weight:bold}
-figure{margin:1.5em 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.9em;color:#444}
-pre{background:#f7f7f7;padding:0.6em;overflow:auto;font-size:0.8em}
+:root{--pass:#1a7f37;--fail:#c62828;--muted:#57606a;--border:#d0d7de;--soft:#f6f8fa}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+ max-width:1120px;margin:0 auto;padding:1.2em 1.5em 4em;color:#1f2328;background:#fff}
+h1{font-size:1.65em;margin:.3em 0 .1em}h2{font-size:1.35em;border-bottom:1px solid var(--border);
+ padding-bottom:.2em;margin-top:2.2em}h3{font-size:1.08em;margin:1.4em 0 .4em}
+a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
+.meta{color:var(--muted);font-size:.88em}
+.banner{padding:.7em 1em;border-radius:6px;margin:1em 0;font-weight:600;font-size:1.05em}
+.banner.ok{background:#dafbe1;border:1px solid #4ac26b}
+.banner.bad{background:#ffebe9;border:1px solid #ff8182}
+.attention{border:2px solid var(--fail);border-radius:6px;padding:.4em 1.1em .6em;background:#fff8f8;margin:1em 0}
+.attention h2{border:0;margin:.3em 0;color:var(--fail);font-size:1.15em}
+.attention li{margin:.15em 0}
+table{border-collapse:collapse;width:100%;font-size:.87em;margin:.6em 0 1em}
+th,td{border:1px solid var(--border);padding:.35em .55em;text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600}
+tr.fail>td{background:#fff5f5}
+td.res{text-align:center;white-space:nowrap}
+.badge{display:inline-block;padding:.05em .6em;border-radius:1em;font-weight:700;font-size:.85em;color:#fff}
+.badge.pass{background:var(--pass)}.badge.fail{background:var(--fail)}
+.chip{display:inline-block;border:1px solid var(--border);border-radius:1em;padding:0 .6em;margin:0 .3em .3em 0;
+ font-size:.83em;background:var(--soft)}.chip.fail{border-color:#ff8182;background:#ffebe9;color:var(--fail);font-weight:600}
+.ev{font-size:.92em}.ev .k{font-family:ui-monospace,"DejaVu Sans Mono",monospace;color:#444}
+.ev .item{display:block}.ev details.item ul{margin:.2em 0 .4em;padding-left:1.2em}
+.ev details.item summary{font-weight:normal}
+#claims th:nth-child(1){width:9%}#claims th:nth-child(2){width:14%}#claims th:nth-child(3){width:33%}
+#claims th:nth-child(4){width:6%}
+.stmt{display:block;color:#333}.cid{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-weight:600}
+figure{margin:1.4em 0 2em;padding:0}figure img{max-width:100%;height:auto;display:block;
+ border:1px solid #eee;margin:0 auto}
+figcaption{font-size:.9em;color:#333;margin:.5em auto 0;max-width:52em}
+.failbox{border:2px solid var(--fail);border-radius:6px;padding:.2em 1em .6em;background:#fff8f8;margin:1em 0}
+.failbox h3{color:var(--fail);margin:.5em 0}
+pre{background:var(--soft);padding:.6em;overflow:auto;font-size:.78em;line-height:1.35}
+pre.problem{background:#fff5f5;border-left:4px solid var(--fail)}
+details{margin:.6em 0}summary{cursor:pointer;font-weight:600}
+table.kv{width:auto;min-width:50%}table.kv td:first-child{font-family:ui-monospace,"DejaVu Sans Mono",monospace}
+footer{margin-top:3em;border-top:1px solid var(--border);padding-top:.6em;color:var(--muted);font-size:.85em}
+@media print{details>*{display:block}body{max-width:none}}
 """
 
 
-def write_report(path: Path, sections: list[StudySection], *, root: Path, title: str) -> None:
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{_esc(title)}</title>"
-             f"<style>{_CSS}</style></head><body><h1>{_esc(title)}</h1>"]
-    parts.append("<h2>Claims</h2><table id='claims'><tr><th>study</th><th>source</th><th>claim</th>"
-                 "<th>result</th><th>evidence</th></tr>")
+def _esc(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _anchor(name: str) -> str:
+    return "study-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in name)
+
+
+def _badge(passed: bool) -> str:
+    return "<span class='badge pass'>PASS</span>" if passed else "<span class='badge fail'>FAIL</span>"
+
+
+def _evidence_html(ev: dict[str, Any]) -> str:
+    """Evidence as one line per key; a long value (e.g. one fit per width) folds into a
+    ``<details>`` listing its items, so the claim table stays readable."""
+    items = _merge(records._clean(dict(ev)))
+    if not items:
+        return "<span class='meta'>–</span>"
+    out = []
+    for k, v in items:
+        text = _value(v, None)
+        key = f"<span class='k'>{_esc(k)}</span>"
+        if len(text) <= 160:
+            out.append(f"<span class='item'>{key} = {_esc(text)}</span>")
+        elif isinstance(v, list | tuple) and len(v) > 1:
+            lis = "".join(f"<li>{_esc(_value(x, 400))}</li>" for x in v[:200])
+            more = f"<li>… {len(v) - 200} more in claims.json</li>" if len(v) > 200 else ""
+            out.append(f"<details class='item'><summary>{key} ({len(v)} items)</summary>"
+                       f"<ul>{lis}{more}</ul></details>")
+        else:
+            out.append(f"<details class='item'><summary>{key} = {_esc(_clip(text, 80))}</summary>"
+                       f"<div>{_esc(_clip(text, 4000))}</div></details>")
+    return "".join(out)
+
+
+_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".svg": "image/svg+xml",
+         ".gif": "image/gif", ".webp": "image/webp"}
+
+
+def _img(path: Path, alt: str) -> str:
+    mime = _MIME.get(path.suffix.lower(), "application/octet-stream")
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{_esc(alt)}" src="data:{mime};base64,{data}">'
+
+
+def _seeds_text(seeds: list[Any] | None) -> str:
+    if not seeds:
+        return "–"
+    s = sorted(int(x) for x in seeds)
+    if len(s) > 2 and s == list(range(s[0], s[-1] + 1)):
+        return f"{s[0]}–{s[-1]} ({len(s)} seeds)"
+    return ", ".join(map(str, s))
+
+
+def _grid_text(grid: list[dict[str, list[Any]]] | None) -> str:
+    if not grid:
+        return "–"
+    blocks = []
+    for block in grid:
+        axes = [f"{k} ∈ {{{', '.join(_value(v) if not isinstance(v, str) else v for v in vals)}}}"
+                for k, vals in block.items() if k != "seed"]
+        blocks.append(" × ".join(axes) or "(base point)")
+    return " ∪ ".join(f"[{b}]" for b in blocks) if len(blocks) > 1 else blocks[0]
+
+
+def _code_text(code: dict[str, Any] | None) -> str:
+    if not code or not code.get("git_commit"):
+        return "unknown (not a git checkout)"
+    text = str(code["git_commit"])[:12]
+    if code.get("dirty"):
+        text += " + local changes"
+    return text
+
+
+def _kv_table(d: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(_value(v) if not isinstance(v, str) else v)}</td></tr>"
+                   for k, v in d.items())
+    return f"<table class='kv'>{rows}</table>"
+
+
+def _versions_text(v: dict[str, Any] | None) -> str:
+    if not v:
+        return "–"
+    return ", ".join(f"{k} {x}" for k, x in v.items() if x)
+
+
+def _point_label(params: dict[str, Any], base: dict[str, Any]) -> str:
+    diff = {k: v for k, v in params.items() if base.get(k) != v or k == "seed"}
+    return ", ".join(f"{k}={_value(v) if not isinstance(v, str) else v}" for k, v in diff.items())
+
+
+def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
+    m = s.manifest or {}
+    base = root / s.subdir if s.subdir else root
+    n_pass = sum(bool(c["passed"]) for c in s.claims)
+    n_fail = len(s.claims) - n_pass
+    sweep = m.get("sweep") or {}
+    chips = [f"<span class='chip{' fail' if n_fail else ''}'>claims {n_pass}/{len(s.claims)} pass</span>"]
+    n_points = m.get("n_points")
+    if n_points is not None:
+        chips.append(f"<span class='chip{' fail' if s.failures else ''}'>points {n_points - len(s.failures)}"
+                     f"/{n_points} done{f', {len(s.failures)} failed' if s.failures else ''}</span>")
+    chips.append(f"<span class='chip'>{s.n_rows} result rows</span>")
+    if sweep.get("seconds") is not None:
+        chips.append(f"<span class='chip'>ran {float(sweep['seconds']):.1f} s</span>")
+    if m.get("preset"):
+        chips.append(f"<span class='chip'>preset {_esc(m['preset'])}</span>")
+    out = [f"<section id='{_anchor(s.name)}'><h2>{i}. {_esc(s.title)}</h2>",
+           f"<p class='meta'>study <code>{_esc(s.name)}</code> · source: {_esc(s.source)}</p>",
+           "<p>" + "".join(chips) + "</p>", f"<p>{_esc(s.summary)}</p>"]
+
+    bad = [c for c in s.claims if not c["passed"]]
+    if s.failures or s.problems or bad:
+        out.append("<div class='failbox'>")
+        if bad:
+            out.append(f"<h3>Failed claims ({len(bad)})</h3><ul>")
+            out += [f"<li><span class='cid'>{_esc(c['id'])}</span>: {_esc(c['statement'])}<br>"
+                    f"<span class='ev'>{_evidence_html(c['evidence'])}</span></li>" for c in bad]
+            out.append("</ul>")
+            for c in bad:
+                tb = c["evidence"].get("traceback")
+                if tb:
+                    out.append(f"<details><summary>traceback of {_esc(c['id'])}</summary>"
+                               f"<pre class='problem'>{_esc(tb)}</pre></details>")
+        if s.problems:
+            out.append(f"<h3>Problems ({len(s.problems)})</h3>")
+            out += [f"<pre class='problem'>{_esc(p)}</pre>" for p in s.problems]
+        if s.failures:
+            base_cfg = m.get("base_config") or {}
+            out.append(f"<h3>Failed points ({len(s.failures)} of {n_points if n_points is not None else '?'})</h3>"
+                       "<table><tr><th>point (fields that differ from the base config)</th><th>reason</th></tr>")
+            for fl in s.failures[:100]:
+                tb = fl.get("traceback")
+                tb_html = (f"<details><summary>traceback</summary><pre>{_esc(tb)}</pre></details>" if tb else "")
+                out.append(f"<tr class='fail'><td>{_esc(_point_label(fl.get('params') or {}, base_cfg))}</td>"
+                           f"<td>{_esc(fl.get('reason'))}{tb_html}</td></tr>")
+            out.append("</table>")
+            if len(s.failures) > 100:
+                out.append(f"<p>… and {len(s.failures) - 100} more (all are in store.sqlite).</p>")
+        out.append("</div>")
+
+    if s.figures:
+        out.append("<h3>Figures</h3>")
+    for j, f in enumerate(s.figures, 1):
+        p = base / f["file"]
+        label = f"Figure {i}.{j}"
+        if p.exists():
+            out.append(f"<figure id='{_anchor(s.name)}-fig{j}'>{_img(p, f'{label}: ' + f['title'])}"
+                       f"<figcaption><b>{label}. {_esc(f['title'])}.</b> {_esc(f['caption'])}"
+                       "</figcaption></figure>")
+        else:
+            out.append(f"<pre class='problem'>{label} ({_esc(f['title'])}): file {_esc(f['file'])} is missing</pre>")
+
+    out.append("<h3>Configuration, seeds and versions</h3>")
+    out.append("<table class='kv'>"
+               f"<tr><td>preset</td><td>{_esc(m.get('preset', '–'))}</td></tr>"
+               f"<tr><td>seeds</td><td>{_esc(_seeds_text(m.get('seeds')))}</td></tr>"
+               f"<tr><td>grid</td><td>{_esc(_grid_text(m.get('grid')))}</td></tr>"
+               f"<tr><td>points</td><td>{_esc(m.get('n_points', '–'))}</td></tr>"
+               f"<tr><td>device / backend</td><td>{_esc(m.get('device', '–'))} / {_esc(m.get('backend', '–'))}"
+               f" ({_esc(m.get('workers', '–'))} worker(s))</td></tr>"
+               f"<tr><td>started / finished</td><td>{_esc(m.get('started', '–'))} / {_esc(m.get('finished', '–'))}</td></tr>"
+               f"<tr><td>code version</td><td>{_esc(_code_text(m.get('code')))}</td></tr>"
+               f"<tr><td>packages</td><td>{_esc(_versions_text(m.get('versions')))}</td></tr>"
+               f"<tr><td>files</td><td>{_esc((s.subdir + '/') if s.subdir else '')}manifest.json, results.jsonl, "
+               "claims.json, store.sqlite</td></tr></table>")
+    if m.get("base_config"):
+        out.append("<details><summary>Base configuration (every point starts from these values)</summary>"
+                   + _kv_table(m["base_config"]) + "</details>")
+    out.append("</section>")
+    return out
+
+
+def render_report(sections: list[StudySection], *, root: Path, title: str,
+                  meta: dict[str, Any] | None = None) -> str:
+    """The report's HTML text (see the module docstring for its layout)."""
+    meta = meta or {}
+    n = _counts(sections)
+    ok = n["failed"] == 0 and n["failed_points"] == 0 and n["problems"] == 0 and n["claims"] > 0
+    first = sections[0].manifest if sections else {}
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+             f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>{_esc(title)}</h1>"]
+    bits = []
+    if meta.get("preset"):
+        bits.append(f"preset <b>{_esc(meta['preset'])}</b>")
+    if meta.get("finished") or first.get("finished"):
+        bits.append(f"finished {_esc(meta.get('finished') or first.get('finished'))}")
+    if meta.get("seconds") is not None:
+        bits.append(f"wall time {float(meta['seconds']):.0f} s")
+    bits.append(f"code {_esc(_code_text(meta.get('code') or first.get('code')))}")
+    parts.append(f"<p class='meta'>{' · '.join(bits)}</p>")
+
+    verdict = f"{n['passed']} of {n['claims']} claims pass"
+    if n["failed"]:
+        verdict += f" · {n['failed']} FAIL"
+    if n["failed_points"]:
+        verdict += f" · {n['failed_points']} failed points"
+    if n["problems"]:
+        verdict += f" · {n['problems']} problems"
+    parts.append(f"<div class='banner {'ok' if ok else 'bad'}' id='verdict'>{verdict}</div>")
+
+    if not ok:
+        parts.append("<div class='attention' id='attention'><h2>Needs attention</h2><ul>")
+        for s in sections:
+            link = f"<a href='#{_anchor(s.name)}'>{_esc(s.name)}</a>"
+            for c in s.claims:
+                if not c["passed"]:
+                    parts.append(f"<li>{link}: claim <span class='cid'>{_esc(c['id'])}</span> FAILED — "
+                                 f"{_esc(c['statement'])}</li>")
+            if s.failures:
+                parts.append(f"<li>{link}: {len(s.failures)} of {s.manifest.get('n_points', '?')} points "
+                             "failed (reasons listed in its section)</li>")
+            for p in s.problems:
+                parts.append(f"<li>{link}: {_esc(p.splitlines()[0] if p else p)}</li>")
+        if not n["claims"]:
+            parts.append("<li>no claim was checked</li>")
+        parts.append("</ul></div>")
+
+    if len(sections) > 1:
+        parts.append("<p class='meta'>Studies: " + " · ".join(
+            f"<a href='#{_anchor(s.name)}'>{i}. {_esc(s.title)}</a>" for i, s in enumerate(sections, 1))
+            + "</p>")
+
+    parts.append("<h2 id='claims-heading'>Claims</h2>"
+                 "<p class='meta'>Each claim is a check run on the saved results; it passes or fails by "
+                 "the criterion in its statement. Intervals in brackets are 95 % confidence intervals "
+                 "unless the key says otherwise.</p>"
+                 "<table id='claims'><thead><tr><th>study</th><th>source</th><th>claim</th>"
+                 "<th>result</th><th>evidence</th></tr></thead><tbody>")
     for s in sections:
         for c in s.claims:
-            ok = "pass" if c["passed"] else "fail"
-            parts.append(f"<tr><td>{_esc(s.name)}</td><td>{_esc(c.get('source') or s.source)}</td>"
-                         f"<td><b>{_esc(c['id'])}</b>: {_esc(c['statement'])}</td>"
-                         f"<td class='{ok}'>{ok.upper()}</td><td>{_evidence(c['evidence'])}</td></tr>")
-    parts.append("</table>")
-    for s in sections:
-        m = s.manifest
-        parts.append(f"<h2 id='{_esc(s.name)}'>{_esc(s.title)}</h2><p>{_esc(s.summary)}</p>"
-                     f"<p><i>{_esc(s.source)}</i></p>")
-        base = root / s.subdir if s.subdir else root
-        for f in s.figures:
-            p = base / f["file"]
-            if p.exists():
-                parts.append(f"<figure>{_img(p)}<figcaption><b>{_esc(f['title'])}.</b> "
-                             f"{_esc(f['caption'])}</figcaption></figure>")
-        if s.failures:
-            parts.append(f"<h3>Failed points ({len(s.failures)})</h3><table><tr><th>point</th><th>reason</th></tr>")
-            for fl in s.failures:
-                parts.append(f"<tr><td>{_esc(json.dumps(fl['params']))}</td><td>{_esc(fl['reason'])}</td></tr>")
-            parts.append("</table>")
-        for pr in s.problems:
-            parts.append(f"<pre class='fail'>{_esc(pr)}</pre>")
-        parts.append("<details><summary>Configuration, seeds and versions</summary><pre>"
-                     + _esc(json.dumps({k: m.get(k) for k in ("preset", "base_config", "grid", "seeds",
-                                                              "versions", "code", "host", "started",
-                                                              "finished", "device", "backend")},
-                                       indent=1, default=str)) + "</pre></details>")
-        parts.append(f"<p>{s.n_rows} result rows.</p>")
-    parts.append("</body></html>")
-    records.atomic_write_text(path, "\n".join(parts))
+            cls = "pass" if c["passed"] else "fail"
+            parts.append(f"<tr class='{cls}'><td><a href='#{_anchor(s.name)}'>{_esc(s.name)}</a></td>"
+                         f"<td>{_esc(c.get('source') or s.source)}</td>"
+                         f"<td><span class='cid'>{_esc(c['id'])}</span>"
+                         f"<span class='stmt'>{_esc(c['statement'])}</span></td>"
+                         f"<td class='res'>{_badge(bool(c['passed']))}</td>"
+                         f"<td class='ev'>{_evidence_html(c['evidence'])}</td></tr>")
+    parts.append("</tbody></table>")
+
+    for i, s in enumerate(sections, 1):
+        parts += _section_html(i, s, root)
+
+    env = meta.get("versions") or first.get("versions")
+    host = meta.get("host") or first.get("host") or {}
+    foot = [f"packages: {_esc(_versions_text(env))}"]
+    if host:
+        foot.append(f"host: {_esc(host.get('platform', ''))}, {_esc(host.get('cpu_count', '?'))} CPUs")
+    if meta.get("command"):
+        foot.append(f"command: <code>{_esc(meta['command'])}</code>")
+    foot.append("rebuild from the saved results with <code>robustlab report DIR</code>")
+    parts.append("<footer>" + "<br>".join(foot) + "</footer></body></html>")
+    return "\n".join(parts)
+
+
+def write_report(path: Path, sections: list[StudySection], *, root: Path, title: str,
+                 meta: dict[str, Any] | None = None) -> None:
+    """Write :func:`render_report` atomically to ``path``."""
+    records.atomic_write_text(path, render_report(sections, root=Path(root), title=title, meta=meta))

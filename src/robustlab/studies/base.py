@@ -31,6 +31,7 @@ import pandas as pd
 from .. import records
 from ..config import Config, ConfigError, UserError, apply_overrides, config_hash
 from ..report import html as report_html
+from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
 from ..sweep.runner import SweepOptions, run_sweep
 from ..sweep.store import Store
@@ -175,8 +176,13 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
         ]:
             raise UserError(f"--out {str(out)!r} holds a different run (study "
                             f"{old.get('study')!r} or another grid): choose a new --out")
+        if old.get("threads", 1) != options.threads:
+            # float bits depend on the thread count: a run keeps the one it started with
+            raise UserError(f"threads={options.threads} is not allowed: the run in --out {str(out)!r} "
+                            f"started with threads={old.get('threads', 1)}; resume with that")
     elif out.exists() and any(out.iterdir()):
         raise UserError(f"--out {str(out)!r} exists and is not a robustlab run directory: choose a new --out")
+    sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
     out.mkdir(parents=True, exist_ok=True)
     try:
         manifest = {
@@ -192,6 +198,7 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
             "device": options.device,
             "backend": options.backend,
             "workers": options.workers,
+            "threads": options.threads,
             "versions": records.package_versions(),
             "code": records.code_version(),
             "host": records.host_info(),

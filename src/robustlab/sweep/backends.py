@@ -1,32 +1,319 @@
-"""Execution backends. ``local``: in-process when workers=1, else a process pool."""
+"""Execution backends: where a sweep's groups of points run.
+
+* ``local`` with ``workers=1``: in this process, one group after another.
+* ``local`` with ``workers=N``: a pool of N worker processes started with ``forkserver``
+  (``spawn`` where that is missing) — never plain ``fork``, which copies torch's thread
+  pools and locks into the child. Each worker runs one group at a time with
+  ``SweepOptions.threads`` intra-op threads.
+* ``ray``: each group is a Ray task declaring ``num_cpus=threads`` (and one GPU when the
+  device is CUDA) on a local Ray cluster started here, or on the cluster at ``ray_address``.
+
+Whatever the backend, finished groups come back to this (driver) process, which alone
+writes the store — one transaction per group, in the order groups finish — and drives the
+progress bar. Every point runs with the same thread count everywhere, so the results do not
+depend on the backend (see :mod:`robustlab.sweep.runner`).
+"""
 
 from __future__ import annotations
 
+import logging
+import multiprocessing as mp
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ..config import Config, UserError
 from .progress import Progress
-from .runner import SweepOptions, run_group
+from .runner import SweepOptions, failed_entries, run_group
 from .store import Store
 
-__all__ = ["execute"]
+__all__ = ["execute", "prepare", "RAY_PROBE_TIMEOUT_S"]
+
+RunFn = Callable[[list[Config], str], list[Any]]
+Describe = Callable[[list[Config]], str]
+
+WORKER_DIED = ("WorkerDied: the worker process running this point died (a crash in native "
+               "code, or killed for memory); it died again when run alone")
 
 
-def execute(groups: list[list[Config]], fn: Callable[[list[Config], str], list[Any]], store: Store,
-            options: SweepOptions, *, total: int, already: int, label: str) -> int:
-    if options.backend != "local":
-        raise UserError(f"backend={options.backend!r} is not allowed: one of local")
-    failed = 0
+class _Sink:
+    """Where finished groups go: the store (one transaction per group) and the bar."""
+
+    def __init__(self, store: Store, bar: Progress, replace_failed: bool):
+        self.store, self.bar, self.replace_failed = store, bar, replace_failed
+        self.failed = 0
+
+    def running(self, text: str) -> None:
+        self.bar.running(text)
+
+    def record(self, entries: list[dict]) -> None:
+        self.store.record(entries, replace_failed=self.replace_failed)
+        n_fail = sum(e["status"] == "failed" for e in entries)
+        self.failed += n_fail
+        self.bar.advance(len(entries), failed=n_fail)
+
+
+def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepOptions, *,
+            total: int, already: int, label: str, describe: Describe | None = None) -> int:
+    """Run ``groups`` on the chosen backend into ``store``; returns how many points failed."""
+    describe = describe or (lambda g: f"seed={g[0].seed}")
     with Progress(total=total, initial=already, label=label, quiet=options.quiet) as bar:
-        for group in groups:
-            entries = run_group(fn, group, options.device)
-            store.record(entries)
-            n_fail = sum(e["status"] == "failed" for e in entries)
-            failed += n_fail
-            bar.advance(len(entries), failed=n_fail, current=_describe(group[0]))
-    return failed
+        sink = _Sink(store, bar, options.retry_failed)
+        if not groups:
+            return 0
+        if options.backend == "ray":
+            _run_ray(groups, fn, sink, options, describe)
+        elif options.workers > 1 and len(groups) > 1:
+            _run_pool(groups, fn, sink, options, describe)
+        else:
+            for g in groups:
+                sink.running(describe(g))
+                sink.record(run_group(fn, g, options.device, threads=options.threads))
+    return sink.failed
 
 
-def _describe(cfg: Config) -> str:
-    return cfg.to_dict().get("experiment", "") or ""
+def prepare(options: SweepOptions) -> None:
+    """Check the backend can run before anything is written (Ray: connect or start now).
+
+    Raises :class:`UserError` (one line) when Ray is missing or ``ray_address`` answers not.
+    """
+    if options.backend == "ray":
+        _ray_connect(options)
+
+
+# ----------------------------------------------------------------------------------------
+# local: a process pool
+
+def _mp_context(fn: RunFn) -> Any:
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    # the fork server imports these once; every worker forked from it starts with them
+    preload = ["torch", "robustlab.sweep.runner"]
+    module = getattr(fn, "__module__", None)
+    if module and module != "__main__":
+        preload.append(module)
+    ctx.set_forkserver_preload(preload)
+    return ctx
+
+
+def _init_worker(threads: int) -> None:
+    """Runs once in each worker: thread limits, no Ctrl-C tracebacks, exit with the driver."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and ends us
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already fixed in this process
+        pass
+    parent = os.getppid()
+
+    def watch() -> None:
+        # when the driver is killed (SIGKILL leaves no chance to clean up) our parent —
+        # the driver, or the fork server that exits with it — goes away: so do we
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="robustlab-orphan-watch", daemon=True).start()
+
+
+def _work(fn: RunFn, group: list[Config], device: str, threads: int) -> list[dict]:
+    return run_group(fn, group, device, threads=threads)
+
+
+def _run_pool(groups: list[list[Config]], fn: RunFn, sink: _Sink, options: SweepOptions,
+              describe: Describe) -> None:
+    try:
+        pickle.dumps(fn)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure means the same thing
+        raise UserError(f"workers={options.workers} is not allowed: the study's run function cannot "
+                        f"be sent to worker processes ({exc}); use workers=1") from None
+    ctx = _mp_context(fn)
+    queue = deque(groups)
+    suspects: list[list[Config]] = []
+    while queue:
+        suspects += _pool_pass(queue, fn, sink, options, describe, ctx, options.workers)
+    # A worker died (segfault, OOM kill): every group that was running then is a suspect.
+    # Each gets one more chance, alone in a fresh worker; dying again marks it failed.
+    for g in suspects:
+        if _pool_pass(deque([g]), fn, sink, options, describe, ctx, 1):
+            sink.record(failed_entries(g, WORKER_DIED, None))
+
+
+def _pool_pass(queue: deque, fn: RunFn, sink: _Sink, options: SweepOptions, describe: Describe,
+               ctx: Any, workers: int) -> list[list[Config]]:
+    """Run groups from ``queue`` in one pool; returns the groups in flight if it broke."""
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=ctx,
+                               initializer=_init_worker, initargs=(options.threads,))
+    inflight: dict[Future, list[Config]] = {}
+
+    def fill() -> None:
+        while queue and len(inflight) < workers:
+            g = queue.popleft()
+            try:
+                inflight[pool.submit(_work, fn, g, options.device, options.threads)] = g
+            except BrokenProcessPool:  # noticed at the next wait(), or by the next pass
+                queue.appendleft(g)
+                return
+
+    try:
+        fill()
+        while inflight:
+            running = list(inflight.values())
+            sink.running(describe(running[0]) + (f" (+{len(running) - 1})" if len(running) > 1 else ""))
+            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
+                wait(inflight)  # the others resolve at once: finished, or broken too
+                broken = []
+                for f, g in inflight.items():
+                    if f.exception() is None:
+                        sink.record(f.result())
+                    else:
+                        broken.append(g)
+                return broken
+            finished = []
+            for f in done:
+                g = inflight.pop(f)
+                exc = f.exception()
+                finished.append(f.result() if exc is None else
+                                failed_entries(g, f"{type(exc).__name__}: {exc}", None))
+            fill()  # hand out new work before the (fsync'd) store write
+            for entries in finished:
+                sink.record(entries)
+        return []
+    except BaseException:
+        # Ctrl-C or a store error: stop the workers now rather than after their points
+        for p in list((getattr(pool, "_processes", None) or {}).values()):
+            p.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ----------------------------------------------------------------------------------------
+# ray
+
+RAY_PROBE_TIMEOUT_S = 20.0  # a handshake with --ray-address must answer within this
+_TCP_TIMEOUT_S = 5.0
+_RAY_STATE: dict[str, Any] = {"address": None}
+
+_PROBE = ("import logging, sys, ray\n"
+          "ray.init(address=sys.argv[1], log_to_driver=False, logging_level=logging.ERROR)\n"
+          "print(ray.cluster_resources().get('CPU', 0))\n")
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UserError("backend='ray' is not allowed: Ray is not installed "
+                        "(pip install 'robustlab[ray]')") from None
+    return ray
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``host:port`` or ``ray://host:port``; None for ``auto`` and the like."""
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _probe(address: str) -> None:
+    """Fail fast, in one line, when nothing at ``address`` answers like a Ray cluster.
+
+    ``ray.init`` itself retries a dead address for minutes, so: a TCP connect with a
+    timeout, then a handshake in a child process that is killed after a bounded time.
+    """
+    hp = _host_port(address)
+    if hp is not None:
+        try:
+            socket.create_connection(hp, timeout=_TCP_TIMEOUT_S).close()
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise UserError(f"ray_address={address!r} is not allowed: cannot reach it ({why})") from None
+    try:
+        r = subprocess.run([sys.executable, "-c", _PROBE, address], capture_output=True, text=True,
+                           timeout=RAY_PROBE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise UserError(f"ray_address={address!r} is not allowed: no Ray cluster answered there "
+                        f"within {RAY_PROBE_TIMEOUT_S:g} s") from None
+    if r.returncode != 0:
+        lines = [ln.strip() for ln in r.stderr.splitlines() if ln.strip()]
+        why = lines[-1] if lines else f"exit code {r.returncode}"
+        raise UserError(f"ray_address={address!r} is not allowed: cannot join a Ray cluster there ({why[:200]})")
+
+
+def _ray_connect(options: SweepOptions) -> Any:
+    ray = _import_ray()
+    want = options.ray_address or "local"
+    if ray.is_initialized():
+        if _RAY_STATE["address"] == want:
+            return ray
+        ray.shutdown()
+    common = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    if options.ray_address:
+        _probe(options.ray_address)
+        ray.init(address=options.ray_address, **common)
+    else:
+        try:
+            ray.init(address="local", num_cpus=options.ray_num_cpus or os.cpu_count() or 1,
+                     object_store_memory=128 * 2**20, **common)  # results are small
+        except Exception as exc:  # noqa: BLE001 - Ray raises many kinds here
+            raise UserError(f"backend='ray' is not allowed: could not start a local Ray cluster ({exc})") from None
+    _RAY_STATE["address"] = want
+    return ray
+
+
+def _ray_task(fn: RunFn, group: list[Config], device: str, threads: int) -> list[dict]:
+    """One group, in a Ray worker process (reused across tasks, so the thread count is
+    set for the task and restored after)."""
+    return run_group(fn, group, device, threads=threads)
+
+
+def _run_ray(groups: list[list[Config]], fn: RunFn, sink: _Sink, options: SweepOptions,
+             describe: Describe) -> None:
+    ray = _ray_connect(options)
+    resources = ray.cluster_resources()
+    cpus, gpus = resources.get("CPU", 0), resources.get("GPU", 0)
+    gpu = options.device.startswith("cuda") or (options.device == "auto" and gpus > 0)
+    if cpus < options.threads:
+        raise UserError(f"threads={options.threads} is not allowed: the Ray cluster has {cpus:g} CPUs")
+    if gpu and gpus < 1:
+        raise UserError(f"device={options.device!r} is not allowed: the Ray cluster has no GPU")
+    task = ray.remote(num_cpus=options.threads, num_gpus=1 if gpu else 0)(_ray_task)
+    pending = {task.remote(fn, g, options.device, options.threads): g for g in groups}
+    try:
+        while pending:
+            first = next(iter(pending.values()))
+            sink.running(describe(first) + (f" (+{len(pending) - 1} queued)" if len(pending) > 1 else ""))
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                g = pending.pop(ref)
+                try:
+                    entries = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - a lost worker or node: record it
+                    first_line = (str(exc).strip().splitlines() or [""])[0]
+                    entries = failed_entries(g, f"{type(exc).__name__}: {first_line}", str(exc))
+                sink.record(entries)
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise

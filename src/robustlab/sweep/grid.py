@@ -3,7 +3,10 @@
 A grid is a list of *blocks*; each block maps field names to value lists and stands for
 their Cartesian product; the grid is the union of its blocks (a study like lazy-adversarial
 sweeps ε×d in one block and R×m in another). ``--grid key=v1,v2`` and
-``--grid key=lo:hi:n`` / ``key=lo:hi:nlog`` replace that axis in every block (or add it).
+``--grid key=lo:hi:n`` / ``key=lo:hi:nlog`` (numeric fields: n evenly or log-spaced values,
+ends included; integer fields round and drop repeats) replace that axis in every block (or
+add it). A tuple field takes tuples separated by commas, items by semicolons:
+``--grid widths=8;8,16;16``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import typing
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..config import Config, ConfigError, UserError, parse_value
+from ..config import Config, ConfigError, UserError, _strip_optional, parse_value
 
 __all__ = ["parse_grid_args", "merge", "expand"]
 
@@ -32,6 +35,8 @@ def _parse_range(text: str, field: str, tp: Any) -> list[Any]:
         lo, hi, n = float(lo_s), float(hi_s), int(n_s)
     except ValueError:
         raise UserError(f"--grid {field}={text!r} is not allowed: lo and hi must be numbers, n an integer") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise UserError(f"--grid {field}={text!r} is not allowed: lo and hi must be finite")
     if n < 1:
         raise UserError(f"--grid {field}={text!r} is not allowed: n must be >= 1")
     if log and (lo <= 0 or hi <= 0):
@@ -42,9 +47,7 @@ def _parse_range(text: str, field: str, tp: Any) -> list[Any]:
         vals = [math.exp(math.log(lo) + i * (math.log(hi) - math.log(lo)) / (n - 1)) for i in range(n)]
     else:
         vals = [lo + i * (hi - lo) / (n - 1) for i in range(n)]
-    base = tp
-    if typing.get_origin(base) in (typing.Union,) or type(base).__name__ == "UnionType":
-        base = [a for a in typing.get_args(base) if a is not type(None)][0]
+    base, _ = _strip_optional(tp)
     if base is int:
         out: list[Any] = []
         for v in vals:
@@ -55,6 +58,12 @@ def _parse_range(text: str, field: str, tp: Any) -> list[Any]:
     if base is float:
         return [float(f"{v:.12g}") for v in vals]
     raise UserError(f"--grid {field}={text!r} is not allowed: a range needs a numeric field")
+
+
+def _numeric(tp: Any) -> bool:
+    """Whether a field holds one int or float (a range ``lo:hi:n`` makes sense for it)."""
+    base, _ = _strip_optional(tp)
+    return base in (int, float)
 
 
 def parse_grid_args(args: Sequence[str], config: type[Config]) -> dict[str, list[Any]]:
@@ -71,7 +80,7 @@ def parse_grid_args(args: Sequence[str], config: type[Config]) -> dict[str, list
             raise ConfigError(key, text, f"unknown key for study {config.study!r}; known keys: " + ", ".join(names))
         if not text.strip():
             raise UserError(f"--grid {key}= is not allowed: the axis is empty")
-        if ":" in text:
+        if ":" in text and _numeric(hints[key]):
             values = _parse_range(text, key, hints[key])
         else:
             items = [s for s in text.split(",") if s.strip()]

@@ -1,4 +1,7 @@
-"""A progress bar over sweep points (quiet when not on a terminal)."""
+"""A progress bar over sweep points: ETA, the point(s) running, failures so far.
+
+Quiet when asked (``--quiet``) or when stderr is not a terminal (CI, pipes, log files).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +10,18 @@ from typing import Any
 
 from tqdm import tqdm
 
+__all__ = ["Progress"]
+
 
 class Progress:
     def __init__(self, *, total: int, initial: int = 0, label: str = "", quiet: bool = False):
         self.failed = 0
-        disable = quiet or not sys.stderr.isatty()
-        self.bar = tqdm(total=total, initial=initial, desc=label, unit="pt", disable=disable,
-                        leave=False, dynamic_ncols=True)
+        self.current = ""
+        self.disabled = quiet or not sys.stderr.isatty()
+        # tqdm's rate (hence the ETA) counts only points finished in this session, not the
+        # `initial` ones a resumed run found in the store
+        self.bar = tqdm(total=total, initial=initial, desc=label, unit="pt", disable=self.disabled,
+                        leave=False, dynamic_ncols=True, file=sys.stderr)
 
     def __enter__(self) -> Progress:
         return self
@@ -21,7 +29,18 @@ class Progress:
     def __exit__(self, *exc: Any) -> None:
         self.bar.close()
 
-    def advance(self, n: int, *, failed: int = 0, current: str = "") -> None:
+    def _postfix(self) -> str:
+        return f"{self.current} | failed={self.failed}" if self.current else f"failed={self.failed}"
+
+    def running(self, current: str) -> None:
+        """Show what runs now (no progress made)."""
+        self.current = current
+        self.bar.set_postfix_str(self._postfix(), refresh=True)
+
+    def advance(self, n: int, *, failed: int = 0, current: str | None = None) -> None:
+        """``n`` more points finished, ``failed`` of them failed."""
         self.failed += failed
-        self.bar.set_postfix_str(f"{current} failed={self.failed}", refresh=False)
+        if current is not None:
+            self.current = current
+        self.bar.set_postfix_str(self._postfix(), refresh=False)
         self.bar.update(n)

@@ -1,37 +1,71 @@
 """Execute a list of point configs into a store.
 
-Points already in the store are skipped (resume). With ``ensemble=True`` points that
-differ only in ``seed`` are grouped and handed to the study in one call, which trains them
-as one batched model. A group that raises is recorded as failed, point by point, with its
-reason and traceback, and the sweep goes on.
+A sweep is a list of point configs. With ``ensemble=True`` points that differ only in
+``seed`` are grouped and handed to the study in one call, which trains them as one batched
+model. Groups are formed from the *whole* grid, before finished points are dropped, so a
+resumed sweep runs every remaining group exactly as an uninterrupted one would have.
+
+Points already in the store are skipped (resume); failed points too, unless
+``retry_failed``. A group that raises is recorded as failed, point by point, with its reason
+and traceback; a point whose rows hold NaN or inf is recorded as failed (diverged); the
+sweep goes on.
+
+Bit-identity across backends. Torch CPU kernels split reductions and matrix products over
+threads, so the float bits of a result can depend on the thread count. Every point therefore
+runs with the same intra-op thread count, ``SweepOptions.threads`` (default 1), whichever
+backend, process or worker runs it; groups are the same whatever the backend. Together these
+make results.jsonl byte-identical across ``local`` (in-process or a pool) and ``ray``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..config import Config, config_hash
+from .. import records
+from ..config import Config, UserError, config_hash
 from .store import Store
 
-__all__ = ["SweepOptions", "run_sweep", "group_points", "run_group"]
+__all__ = ["SweepOptions", "run_sweep", "group_points", "run_group", "failed_entries",
+           "intra_op_threads", "BACKENDS"]
+
+BACKENDS = ("local", "ray")
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepOptions:
-    backend: str = "local"
-    workers: int = 1
+    """How a sweep runs (never what it computes: results do not depend on these)."""
+
+    backend: str = "local"  # local (in-process, or a process pool when workers > 1) or ray
+    workers: int = 1  # local backend: parallel worker processes
     device: str = "cpu"
-    ray_address: str | None = None
-    quiet: bool = False
+    ray_address: str | None = None  # join this Ray cluster (default: start a local one)
+    quiet: bool = False  # no progress bar
+    threads: int = 1  # intra-op CPU threads of every point, on every backend (bit-identity)
+    retry_failed: bool = False  # re-run points recorded as failed
+    ray_num_cpus: int | None = None  # CPUs of a Ray cluster started here (default os.cpu_count())
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise UserError(f"backend={self.backend!r} is not allowed: one of {', '.join(BACKENDS)}")
+        if self.workers < 1:
+            raise UserError(f"workers={self.workers} is not allowed: a value >= 1")
+        if self.threads < 1:
+            raise UserError(f"threads={self.threads} is not allowed: a value >= 1")
+        if self.ray_num_cpus is not None and self.ray_num_cpus < 1:
+            raise UserError(f"ray_num_cpus={self.ray_num_cpus} is not allowed: a value >= 1")
 
 
 def group_points(points: list[Config], ensemble: bool, max_group: int) -> list[list[Config]]:
-    """Group configs that differ only in seed (order of first appearance kept)."""
+    """Group configs that differ only in seed (order of first appearance kept).
+
+    Groups larger than ``max_group`` are cut into consecutive chunks.
+    """
     if not ensemble:
         return [[p] for p in points]
     groups: dict[str, list[Config]] = {}
@@ -46,56 +80,130 @@ def group_points(points: list[Config], ensemble: bool, max_group: int) -> list[l
     return out
 
 
-def _has_nonfinite(rows: list[dict]) -> str | None:
-    for r in rows:
+@contextlib.contextmanager
+def intra_op_threads(n: int | None) -> Iterator[None]:
+    """Run the body with ``torch.set_num_threads(n)``, restoring the old count after."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    old = torch.get_num_threads()
+    if old != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if old != n:
+            torch.set_num_threads(old)
+
+
+def _first_nonfinite(rows: list[dict]) -> str | None:
+    """Where the first NaN/inf sits in a point's rows (they would be stored as null)."""
+    def bad(v: Any) -> bool:
+        if isinstance(v, float):
+            return not math.isfinite(v)
+        if isinstance(v, list | tuple):
+            return any(bad(x) for x in v)
+        return False
+
+    for i, r in enumerate(rows):
         for k, v in r.items():
-            if k in ("loss", "final_loss", "train_loss") and isinstance(v, float) and not math.isfinite(v):
-                return f"non-finite {k}={v}"
+            if bad(v):
+                return f"non-finite {k}={v} in row {i}"
     return None
 
 
-def run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config], device: str) -> list[dict]:
-    """Run one group and turn its outcome into store entries (never raises for a study error)."""
+def _check_rows(out: Any) -> list[dict]:
+    """The rows of one point, checked to be a list of JSON-able dicts."""
+    if not isinstance(out, list) or not all(isinstance(r, dict) for r in out):
+        raise TypeError(f"a point's result must be a list of dicts or an Exception, got {type(out).__name__}")
+    records.dumps(out)  # raises TypeError for what the store could not hold
+    return out
+
+
+def failed_entries(group: list[Config], reason: str, tb: str | None, seconds: float = 0.0) -> list[dict]:
+    """Store entries marking every point of a group failed (e.g. its worker died)."""
+    return [{"key": config_hash(c.to_dict()), "params": c.to_dict(), "seconds": seconds,
+             "status": "failed", "rows": [], "reason": reason, "traceback": tb} for c in group]
+
+
+def run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config], device: str,
+              *, threads: int | None = None) -> list[dict]:
+    """Run one group and turn its outcome into store entries (never raises for a study error).
+
+    ``threads``: intra-op thread count to run with (None: leave torch's setting alone).
+    """
     t0 = time.perf_counter()
     try:
-        outcomes = fn(group, device)
+        with intra_op_threads(threads):
+            outcomes = fn(group, device)
         if len(outcomes) != len(group):
             raise RuntimeError(f"study returned {len(outcomes)} results for {len(group)} points")
     except Exception as exc:  # noqa: BLE001 - the failure is data, recorded in the store
         tb = traceback.format_exc()
-        outcomes = [exc] * len(group)
-        tbs = [tb] * len(group)
-    else:
-        tbs = ["".join(traceback.format_exception(o)) if isinstance(o, BaseException) else None
-               for o in outcomes]
+        return failed_entries(group, f"{type(exc).__name__}: {exc}", tb,
+                              (time.perf_counter() - t0) / len(group))
     seconds = (time.perf_counter() - t0) / len(group)
     entries = []
-    for cfg, out, tb in zip(group, outcomes, tbs):
+    for cfg, out in zip(group, outcomes):
         params = cfg.to_dict()
-        entry = {"key": config_hash(params), "params": params, "seconds": seconds}
+        entry: dict[str, Any] = {"key": config_hash(params), "params": params, "seconds": seconds}
         if isinstance(out, BaseException):
-            entry.update(status="failed", rows=[], reason=f"{type(out).__name__}: {out}", traceback=tb)
+            entry.update(status="failed", rows=[], reason=f"{type(out).__name__}: {out}",
+                         traceback="".join(traceback.format_exception(out)))
+            entries.append(entry)
+            continue
+        try:
+            rows = _check_rows(out)
+        except TypeError as exc:
+            entry.update(status="failed", rows=[], reason=f"TypeError: {exc}", traceback=None)
+            entries.append(entry)
+            continue
+        bad = _first_nonfinite(rows)
+        if bad:
+            # kept for inspection; load() and results.jsonl only read points that are done
+            entry.update(status="failed", rows=rows, reason=f"NumericalError: {bad}", traceback=None)
         else:
-            bad = _has_nonfinite(out)
-            if bad:
-                entry.update(status="failed", rows=out, reason=f"NumericalError: {bad}", traceback=None)
-            else:
-                entry.update(status="done", rows=out)
+            entry.update(status="done", rows=rows)
         entries.append(entry)
     return entries
+
+
+def _describer(points: list[Config], ensemble: bool) -> Callable[[list[Config]], str]:
+    """A short label for a group: the fields that vary over the grid, seeds as a range."""
+    dicts = [p.to_dict() for p in points]
+    varying = [k for k in (dicts[0] if dicts else {})
+               if k != "seed" and len({records.dumps(d[k]) for d in dicts}) > 1]
+
+    def describe(group: list[Config]) -> str:
+        d = group[0].to_dict()
+        parts = [f"{k}={d[k]:.4g}" if isinstance(d[k], float) else f"{k}={d[k]}" for k in varying]
+        seeds = [c.seed for c in group]
+        parts.append(f"seed={seeds[0]}" if len(seeds) == 1 else f"seeds={seeds[0]}..{seeds[-1]}")
+        return " ".join(parts)
+
+    return describe
 
 
 def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]], store: Store,
               options: SweepOptions, *, ensemble: bool = False, max_group: int = 64,
               label: str = "sweep") -> dict[str, Any]:
     """Run every point not yet in the store; returns counts."""
-    finished = store.keys()
-    todo = [p for p in points if config_hash(p.to_dict()) not in finished]
-    groups = group_points(todo, ensemble, max_group)
+    done = store.keys("done")
+    skip = done if options.retry_failed else store.keys()
+    groups = []
+    for g in group_points(points, ensemble, max_group):
+        todo = [p for p in g if config_hash(p.to_dict()) not in skip]
+        if todo:
+            groups.append(todo)
+    n_todo = sum(len(g) for g in groups)
     from . import backends
 
     t0 = time.perf_counter()
     failed = backends.execute(groups, fn, store, options, total=len(points),
-                              already=len(points) - len(todo), label=label)
-    return {"points": len(points), "skipped": len(points) - len(todo), "ran": len(todo),
-            "failed_now": failed, "seconds": round(time.perf_counter() - t0, 3)}
+                              already=len(points) - n_todo, label=label,
+                              describe=_describer(points, ensemble))
+    return {"points": len(points), "skipped": len(points) - n_todo, "ran": n_todo,
+            "groups": len(groups), "failed_now": failed, "backend": options.backend,
+            "seconds": round(time.perf_counter() - t0, 3)}

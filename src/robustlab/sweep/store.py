@@ -1,14 +1,17 @@
 """A crash-safe result store: one SQLite file per run directory.
 
-Each point is written in a single transaction, so after a crash (even SIGKILL) a point is
-either fully recorded or absent; the primary key on the point's config hash means it is
-never recorded twice. Failed points keep their reason and traceback.
+Each group of points is written in a single transaction (rollback journal, synchronous
+writes), so after a crash — even SIGKILL mid-commit — a point is either fully recorded or
+absent; the primary key on the point's config hash means it is never recorded twice. Failed
+points keep their reason and traceback; a retried failure is replaced in place, a finished
+point never is. Only the sweep's driver process writes; readers may open it read-only.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,15 @@ class Store:
         self.path = Path(path)
         if readonly and not self.path.exists():
             raise FileNotFoundError(f"no result store at {self.path}")
-        uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
+        if readonly and Path(f"{self.path}-journal").exists():
+            # a writer was killed mid-commit: a read-only connection cannot roll its hot
+            # journal back, so let a brief read-write one do it first
+            rec = sqlite3.connect(self.path, timeout=60)
+            try:
+                rec.execute("SELECT COUNT(*) FROM points").fetchone()
+            finally:
+                rec.close()
+        uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + ("?mode=ro" if readonly else "")
         self.conn = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
         if not readonly:
             self.conn.execute("PRAGMA journal_mode=DELETE")
@@ -50,18 +61,29 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    def keys(self) -> set[str]:
-        return {k for (k,) in self.conn.execute("SELECT key FROM points")}
+    def keys(self, status: str | None = None) -> set[str]:
+        """Keys of every recorded point, or of those with the given status (done, failed)."""
+        if status is None:
+            return {k for (k,) in self.conn.execute("SELECT key FROM points")}
+        return {k for (k,) in self.conn.execute("SELECT key FROM points WHERE status=?", (status,))}
 
-    def record(self, entries: list[dict[str, Any]]) -> None:
-        """Record points atomically: each entry has key, params, status, rows[, reason, traceback, seconds]."""
+    def record(self, entries: list[dict[str, Any]], *, replace_failed: bool = False) -> None:
+        """Record points atomically: each entry has key, params, status, rows[, reason, traceback, seconds].
+
+        A point already recorded is left as it is, except that with ``replace_failed`` a
+        failed record is overwritten (a retry).
+        """
+        conflict = ("ON CONFLICT(key) DO UPDATE SET params=excluded.params, status=excluded.status, "
+                    "rows=excluded.rows, reason=excluded.reason, traceback=excluded.traceback, "
+                    "seconds=excluded.seconds WHERE points.status='failed'"
+                    if replace_failed else "ON CONFLICT(key) DO NOTHING")
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
             for e in entries:
                 cur.execute(
-                    "INSERT OR IGNORE INTO points (key, params, status, rows, reason, traceback, seconds) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds) "
+                    f"VALUES (?, ?, ?, ?, ?, ?, ?) {conflict}",
                     (e["key"], records.dumps(e["params"], sort_keys=True), e["status"],
                      records.dumps(e.get("rows", []), sort_keys=True), e.get("reason"),
                      e.get("traceback"), e.get("seconds")),
@@ -84,5 +106,13 @@ class Store:
     def failures(self) -> list[dict[str, Any]]:
         return self._select("failed")
 
-    def count(self) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+    def count(self, status: str | None = None) -> int:
+        if status is None:
+            return self.conn.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+        return self.conn.execute("SELECT COUNT(*) FROM points WHERE status=?", (status,)).fetchone()[0]
+
+    def table(self) -> list[tuple[str, str, str, str, str | None]]:
+        """(key, params, status, rows, reason) of every point, sorted by key: what a run
+        computed, without timings, tracebacks or the order points finished in."""
+        return list(self.conn.execute(
+            "SELECT key, params, status, rows, reason FROM points ORDER BY key"))

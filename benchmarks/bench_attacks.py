@@ -1,0 +1,171 @@
+"""Attack and metric speed, measured side by side in one run.
+
+1. PGD throughput (attacked samples / s) against torchattacks' PGD: same trained MLP, same
+   data, ε, step and number of steps; robust accuracy printed beside each so that speed is
+   never bought with strength.
+2. ``min_flip_along_gradient`` against the reference scan of seed 001's code (steps of
+   0.001 along the normalised gradient, one point at a time): same ‖δ‖ to 1e-3, speed ratio.
+3. Perturbation stability: the exact identity ε²‖J‖_F²/(d+2) against Monte Carlo with 1,000
+   draws: both values and the time ratio.
+
+Run: ``python benchmarks/bench_attacks.py`` (CPU, one thread, about a minute).
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from sklearn.datasets import load_digits
+from torch import nn
+
+from robustlab.attacks import PGD, L2, Linf, min_flip_along_gradient
+from robustlab.metrics import accuracy, perturbation_stability
+
+
+def best_time(fn, repeats: int = 5) -> float:
+    """Best wall time of ``repeats`` calls after one warm-up (robust to a shared machine)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def digits(classes=None, sphere=False):
+    X, Y = load_digits(return_X_y=True)
+    x, y = torch.tensor(X / 16.0, dtype=torch.float32), torch.tensor(Y)
+    if classes is not None:
+        keep = (y == classes[0]) | (y == classes[1])
+        x, y = x[keep], torch.where(y[keep] == classes[1], 1.0, -1.0)
+    if sphere:
+        x = x / x.norm(dim=1, keepdim=True)
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(0))
+    return x[perm], y[perm]
+
+
+def train(model, x, y, loss_fn, steps=150, lr=1e-2):
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss_fn(model(x), y).mean().backward()
+        opt.step()
+    return model.eval()
+
+
+def bench_pgd() -> None:
+    import torchattacks
+
+    x, y = digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    train(model, x[:1200], y[:1200], nn.functional.cross_entropy)
+    print(f"\n[1] PGD on an MLP 64-256-256-10 (digits, N={len(x)}, clean acc {accuracy(model, x, y):.3f}), 20 steps")
+    print(f"{'attack':<34}{'samples/s':>11}{'ratio':>8}{'rob.acc':>9}")
+    for eps in (0.03, 0.1):
+        alpha, steps = eps / 4, 20
+        ta = torchattacks.PGD(model, eps=eps, alpha=alpha, steps=steps, random_start=False)
+        ours = PGD(Linf(eps), steps=steps, step_size=alpha)
+        ours_es = PGD(Linf(eps), steps=steps, step_size=alpha, early_stop=True)
+        t_ta = best_time(lambda ta=ta: ta(x, y))
+        rows = [
+            (f"torchattacks PGD  eps={eps}", t_ta, accuracy(model, ta(x, y), y)),
+            (f"robustlab PGD     eps={eps}", best_time(lambda o=ours: o(model, x, y)), accuracy(model, ours(model, x, y), y)),
+            (
+                f"robustlab PGD early_stop eps={eps}",
+                best_time(lambda o=ours_es: o(model, x, y)),
+                accuracy(model, ours_es(model, x, y), y),
+            ),
+        ]
+        for name, t, acc in rows:
+            print(f"{name:<34}{len(x) / t:>11.0f}{t_ta / t:>7.2f}x{acc:>9.3f}")
+
+
+def reference_scan(model, x, step=1e-3, cap=2.0):
+    """Seed 001's procedure: per point, step 0.001 along −sign(f) ∇f/‖∇f‖ until the sign flips."""
+    out = []
+    for i in range(len(x)):
+        xi = x[i : i + 1].clone().requires_grad_(True)
+        f = model(xi)
+        (g,) = torch.autograd.grad(f.sum(), xi)
+        s = torch.sign(f.detach())
+        u = -s * g / g.norm()
+        t = 0.0
+        with torch.no_grad():
+            while t < cap and torch.sign(model(x[i : i + 1] + t * u)) == s:
+                t += step
+        out.append(t if t < cap else float("nan"))
+    return torch.tensor(out)
+
+
+class TwoLayer(nn.Module):
+    """Seed 001's network: f(x) = (1/√m) Σ_s a_s ReLU(<w_s, x>), top layer fixed."""
+
+    def __init__(self, d: int, m: int, g: torch.Generator):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(m, d, generator=g))
+        self.register_buffer("a", torch.randint(0, 2, (m,), generator=g).float() * 2 - 1)
+
+    def forward(self, x):
+        return torch.relu(x @ self.W.T) @ self.a / self.a.numel() ** 0.5
+
+
+def bench_min_flip() -> None:
+    x, y = digits(classes=(0, 1), sphere=True)
+    model = TwoLayer(64, 512, torch.Generator().manual_seed(0))
+    train(model, x[:200], y[:200], lambda f, y: nn.functional.softplus(-y * f), steps=50, lr=1e-3)
+    xt, yt = x[200:], y[200:]
+    ok = torch.sign(model(xt)).detach() == yt
+    xt = xt[ok][:120]
+    t_ref = best_time(lambda: reference_scan(model, xt), repeats=1)
+    ref = reference_scan(model, xt)
+    t_ours = best_time(lambda: min_flip_along_gradient(model, xt), repeats=5)
+    r = min_flip_along_gradient(model, xt)
+    both = ~ref.isnan() & ~r.delta_norm.isnan()
+    diff = float((r.delta_norm[both] - ref[both]).abs().max())
+    print(f"\n[2] min flip along the gradient, seed-001 net (d=64, m=512, sphere), {len(xt)} correct points")
+    print(f"mean |delta| {float(r.delta_norm.nanmean()):.4f} (reference {float(ref.nanmean()):.4f}); "
+          f"max |difference| {diff:.2e} (<= 1e-3: {diff <= 1e-3}); both flipped {int(both.sum())}/{len(xt)}")
+    print(f"reference scan {t_ref * 1e3:.0f} ms, batched bisection {t_ours * 1e3:.1f} ms: {t_ref / t_ours:.0f}x")
+
+
+def bench_stability() -> None:
+    x, y = digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    train(model, x[:1200], y[:1200], nn.functional.cross_entropy)
+    xs, eps = x[1200:1400], 0.5
+    t_ex = best_time(lambda: perturbation_stability(model, xs, eps))
+    t_mc = best_time(
+        lambda: perturbation_stability(model, xs, eps, samples=1000, generator=torch.Generator().manual_seed(0)),
+        repeats=1,
+    )
+    ex = perturbation_stability(model, xs, eps)
+    mc = perturbation_stability(model, xs, eps, samples=1000, generator=torch.Generator().manual_seed(0))
+    print(f"\n[3] perturbation stability, MLP 64-256-256-10, {len(xs)} points, eps={eps}")
+    print(f"exact {ex:.5f}; Monte Carlo (1000 draws) {mc.mean:.5f} ± {mc.stderr:.5f} "
+          f"(z = {(mc.mean - ex) / mc.stderr:+.2f})")
+    print(f"exact {t_ex * 1e3:.1f} ms, Monte Carlo {t_mc * 1e3:.0f} ms: exact is {t_mc / t_ex:.0f}x faster")
+
+
+def bench_pgd_l2() -> None:
+    """ℓ2 PGD has no torchattacks twin with the same box handling; time it for the record."""
+    x, y = digits()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+    train(model, x[:1200], y[:1200], nn.functional.cross_entropy)
+    a = PGD(L2(1.0), steps=20, step_size=0.25)
+    t = best_time(lambda: a(model, x, y), repeats=3)
+    print(f"\n[4] l2 PGD (for the record): {len(x) / t:.0f} samples/s, robust acc {accuracy(model, a(model, x, y), y):.3f}")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    bench_pgd()
+    bench_min_flip()
+    bench_stability()
+    bench_pgd_l2()
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")

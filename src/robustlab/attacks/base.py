@@ -1,0 +1,120 @@
+"""The ``Attack`` base: it runs a subclass, then enforces the ε-ball and the input box itself.
+
+"We don't really know what the attack returns" (foolbox): whatever ``run`` produces, the
+base projects it onto the ball around ``x`` and clamps it to ``bounds``. The model runs in
+eval mode (its mode restored afterwards), parameters are frozen while attacking (their
+``.grad`` is never touched), inputs are never mutated, and input gradients come from
+``torch.autograd.grad`` on per-sample losses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from ..config import ConfigError
+from . import checks
+from .losses import LOSSES, correct
+from .threat import L2, Linf
+
+__all__ = ["Attack", "loss_and_grad", "Bounds"]
+
+Bounds = tuple[float, float] | None
+
+
+def loss_and_grad(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    check: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sample loss ``(N,)``, its input gradient (shape of ``x``) and correctness ``(N,)``.
+
+    ``check=True`` runs the output / gradient sanity checks (one host sync each).
+    """
+    x = x.detach().requires_grad_(True)
+    out = model(x)
+    loss = loss_fn(out, y)
+    (g,) = torch.autograd.grad(loss.sum(), x)
+    if check:
+        checks.check_outputs(out)
+        checks.check_gradients(g)
+    return loss.detach(), g, correct(out.detach(), y)
+
+
+def _check_loss(loss: object) -> None:
+    if not callable(loss) and loss not in LOSSES:
+        raise ConfigError("loss", loss, f"one of {', '.join(LOSSES)} or a callable (out, y) -> (N,)")
+
+
+def _check_threat(threat: object) -> None:
+    if not isinstance(threat, (Linf, L2)):
+        raise ConfigError("threat", threat, "Linf(eps) or L2(eps)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Attack:
+    """Base of every attack: ``x_adv = attack(model, x, y, bounds=(0, 1))``.
+
+    Subclasses implement ``run(model, x, y, *, bounds, generator, **kw)`` and may return any
+    tensor of the shape of ``x``; ``__call__`` then projects it onto ``threat``'s ball around
+    ``x`` and clamps it to ``bounds`` (``None``: unbounded inputs). ``ε = 0`` returns ``x``.
+    """
+
+    threat: Linf | L2
+
+    def __post_init__(self) -> None:
+        _check_threat(self.threat)
+
+    @property
+    def eps(self) -> float:
+        return self.threat.eps
+
+    def with_eps(self, eps: float) -> Attack:
+        """The same attack with budget ``eps`` (step sizes scale with ε; see subclasses)."""
+        return dataclasses.replace(self, threat=type(self.threat)(eps))
+
+    def run(
+        self,
+        model: nn.Module,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        bounds: Bounds,
+        generator: torch.Generator | None,
+        **kw,
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def __call__(
+        self,
+        model: nn.Module,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        *,
+        bounds: Bounds = (0.0, 1.0),
+        generator: torch.Generator | None = None,
+        **kw,
+    ) -> torch.Tensor:
+        """Adversarial inputs, same shape as ``x``, inside the ball and the box.
+
+        ``bounds`` defaults to the image box (0, 1); inputs outside it raise ``ValueError``
+        (pass ``bounds=None`` for unbounded data). ``generator`` drives every random choice.
+        """
+        x0 = x.detach()
+        checks.check_bounds(x0, bounds)
+        if self.threat.eps == 0 or x0.shape[0] == 0:
+            return x0.clone()
+        with checks.eval_mode(model), checks.frozen_params(model), torch.enable_grad():
+            x_adv = self.run(model, x0, y, bounds=bounds, generator=generator, **kw)
+        if x_adv.shape != x0.shape:
+            raise RuntimeError(f"{type(self).__name__}.run returned shape {tuple(x_adv.shape)}, expected {tuple(x0.shape)}")
+        x_adv = self.threat.project(x0, x_adv.detach())
+        if bounds is not None:
+            x_adv = x_adv.clamp(bounds[0], bounds[1])
+        return x_adv

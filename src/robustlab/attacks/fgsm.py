@@ -1,0 +1,33 @@
+"""FGSM: one steepest-ascent step of full size ε (Goodfellow et al. 2015).
+
+``x_adv = x + ε · s(∇ₓL)`` with ``s = sign`` for ℓ∞ and ``s = g/‖g‖₂`` for ℓ2.
+For a linear model this lowers the margin by exactly ``ε‖w‖₁`` (ℓ∞) or ``ε‖w‖₂`` (ℓ2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .base import Attack, Bounds, _check_loss, loss_and_grad
+from .losses import get_loss
+
+__all__ = ["FGSM"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FGSM(Attack):
+    """``FGSM(Linf(eps))`` / ``FGSM(L2(eps))``; ``loss`` in ce, margin, logistic or a callable."""
+
+    loss: str | Callable = "ce"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_loss(self.loss)
+
+    def run(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, bounds: Bounds, generator=None, **kw) -> torch.Tensor:
+        _, g, _ = loss_and_grad(model, x, y, get_loss(self.loss), check=True)
+        return x + self.threat.eps * self.threat.steepest(g)

@@ -1,0 +1,94 @@
+"""The two-layer patch CNN of seed 000, as an ensemble of E independent copies.
+
+Seed 000, Sec. 2 (model): with weights shared across patches and a fixed second layer,
+
+    F_i(X) = Σ_{r∈[m]} Σ_{p∈[P]} σ̃(⟨w_{i,r}, x_p⟩),   i ∈ [k],   prediction argmax_i F_i,
+
+where σ̃ is the smoothed ReLU with parameters ``q ≥ 1`` (the theory takes q ≥ 3), ``ρ > 0``:
+
+    σ̃(z) = 0                    z ≤ 0
+           z^q / (q ρ^{q-1})     0 ≤ z ≤ ρ
+           z − (1 − 1/q) ρ       z ≥ ρ        (value and slope continuous at ρ).
+
+Plain ReLU and GELU are options (a reviewer's question). Weights ``w_{i,r} ~ N(0, σ₀² I_d)``
+with a small σ₀ so training starts in the polynomial part.
+
+Shapes: weights ``W`` (E, k, m, d); input (E, N, P, d) → logits (E, N, k). Present the
+ensemble to attacks with :class:`robustlab.models.Flat`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from ..config import ConfigError
+
+__all__ = ["smoothed_relu", "smoothed_relu_grad", "PatchCNN", "ACTIVATIONS"]
+
+ACTIVATIONS = ("smooth_relu", "relu", "gelu")
+
+
+def smoothed_relu(z: torch.Tensor, q: float, rho: float) -> torch.Tensor:
+    """σ̃(z) of seed 000 (elementwise, autograd-safe: the clamp keeps the unused branch finite)."""
+    zc = z.clamp(0.0, rho)
+    poly = zc.pow(q) / (q * rho ** (q - 1))
+    return torch.where(z >= rho, z - (1.0 - 1.0 / q) * rho, poly)
+
+
+def smoothed_relu_grad(z: torch.Tensor, q: float, rho: float) -> torch.Tensor:
+    """σ̃'(z) in closed form: (z/ρ)^{q-1} on [0, ρ], 1 above, 0 below (for tests)."""
+    return torch.where(z >= rho, torch.ones_like(z), (z.clamp(0.0, rho) / rho).pow(q - 1))
+
+
+class PatchCNN(nn.Module):
+    """``F(X)`` for E independent copies: (E, N, P, d) → (E, N, k)."""
+
+    def __init__(self, E: int, k: int, m: int, d: int, *, activation: str = "smooth_relu",
+                 q: float = 3.0, rho: float = 1.0, sigma0: float = 0.01,
+                 generators: Sequence[torch.Generator] | None = None,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ConfigError("activation", activation, "one of " + ", ".join(ACTIVATIONS))
+        if not q >= 1:
+            raise ConfigError("q", q, ">= 1")
+        if not rho > 0:
+            raise ConfigError("rho", rho, "> 0")
+        if not (sigma0 >= 0 and math.isfinite(sigma0)):
+            raise ConfigError("sigma0", sigma0, "a finite value >= 0")
+        for name, val in (("E", E), ("k", k), ("m", m), ("d", d)):
+            if val < 1:
+                raise ConfigError(name, val, ">= 1")
+        self.E, self.k, self.m, self.d = E, k, m, d
+        self.activation, self.q, self.rho, self.sigma0 = activation, float(q), float(rho), float(sigma0)
+        if generators is not None and len(generators) != E:
+            raise ValueError(f"need one generator per ensemble member: got {len(generators)} for E={E}")
+        # each copy draws from its own generator so that copy e does not depend on E
+        draws = [torch.randn(k, m, d, generator=g, dtype=dtype) for g in generators] if generators \
+            else [torch.randn(k, m, d, dtype=dtype) for _ in range(E)]
+        self.W = nn.Parameter((sigma0 * torch.stack(draws)).to(device))  # (E, k, m, d)
+
+    def act(self, z: torch.Tensor) -> torch.Tensor:
+        if self.activation == "smooth_relu":
+            return smoothed_relu(z, self.q, self.rho)
+        if self.activation == "relu":
+            return torch.relu(z)
+        return torch.nn.functional.gelu(z)
+
+    def preactivations(self, x: torch.Tensor) -> torch.Tensor:
+        """⟨w_{i,r}, x_p⟩: (E, N, P, d) → (E, N, k, m, P)."""
+        return torch.einsum("enpd,ekmd->enkmp", x, self.W)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 4 or x.shape[0] != self.E or x.shape[-1] != self.d:
+            raise ValueError(f"PatchCNN expects (E={self.E}, N, P, d={self.d}) input, got {tuple(x.shape)}")
+        return self.act(self.preactivations(x)).sum(dim=(-1, -2))  # (E, N, k)
+
+    @torch.no_grad()
+    def feature_alignment(self, features: torch.Tensor) -> torch.Tensor:
+        """⟨w_{i,r}, f_i⟩ per class and neuron, for features (E, k, d): returns (E, k, m)."""
+        return torch.einsum("ekmd,ekd->ekm", self.W, features.to(self.W.dtype))

@@ -1,0 +1,388 @@
+"""Study ``lazy-attack``: networks trained in the lazy regime flip under one small gradient step
+(Seed 001, Thm 3.1 and §5.1).
+
+Each point trains E seeds of ``f(x) = (1/√m) Σ_s a_s ReLU(⟨w_s, x⟩ [+ b_s])`` with SGD on the
+logistic loss until the first epoch that would leave the ball ``‖θ_s − θ_s(0)‖ ≤ C₀/√m``
+(the weights kept are the last ones inside it), then, for every correctly classified test
+point, finds the smallest step along ``−sign(f) ∇ₓf/‖∇ₓf‖`` that flips the sign and records
+``‖δ‖``, ``‖∇ₓf‖``, ``η = ‖δ‖/‖∇ₓf‖`` and ``‖δ‖/‖x‖``.
+
+The theorem is about unit-norm inputs: its slopes (``‖∇ₓf‖ ∝ d^{1/2}``, ``η ∝ d^{−1}``,
+``‖δ‖/‖x‖ ∝ d^{−1/2}``) are checked on the runs with ``sphere=true``; the authors' main
+experiment, raw pixels with biases, is run beside them and drawn, not checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..attacks import min_flip_along_gradient
+from ..config import param
+from ..metrics import accuracy, neuron_distance
+from ..models.ensemble import Flat, fold
+from ..report.plots import COLORS, fit_power_law, label_panels, save, subplots, theory_line
+from ..train.lazy import train_lazy_sgd
+from ..utils import make_generator, resolve_device
+from ._lazy_common import LazyConfig, build_model, load_data, point_ids, radius_of
+from .base import Claim, Context, Figure, Preset, Study
+
+SOURCE = "Seed 001 (Adversarial robustness is at odds with lazy training), Thm 3.1, §5.1"
+
+# claim bands (the issue's): slopes of the log–log fits against d
+BANDS = {"delta_rel": (-0.7, -0.3), "grad": (0.3, 0.7), "eta": (-1.3, -0.7)}
+THEORY = {"delta_rel": -0.5, "grad": 0.5, "eta": -1.0}
+MIN_ACC = 0.95
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyAttackConfig(LazyConfig):
+    study = "lazy-attack"
+    lr: float = param(0.1, "SGD learning rate (Seed 001: 0.1)", gt=0)
+    batch_size: int = param(64, "SGD mini-batch size (Seed 001: 64)", ge=1)
+    epochs: int = param(1000, "at most this many epochs (Seed 001: 1000)", ge=1)
+    ball_check: str = param("epoch", "when the ball is checked: after each epoch (authors) or each step",
+                            choices=("epoch", "step"))
+    flip_tol: float = param(1e-4, "absolute tolerance of the minimal flipping ‖δ‖", gt=0)
+
+
+# ---------------------------------------------------------------------------------------
+# running a point
+
+def _stats(v: torch.Tensor) -> tuple[float | None, float | None]:
+    """Mean and std over the finite entries of a 1-D tensor (None when there are none)."""
+    v = v[torch.isfinite(v)]
+    if v.numel() == 0:
+        return None, None
+    return float(v.mean()), float(v.std(unbiased=False))
+
+
+def run_points(cfgs: list[LazyAttackConfig], device: str = "cpu") -> list:
+    """Train the seeds of one point as an ensemble, then attack every test point."""
+    base = cfgs[0]
+    dev = resolve_device(device)
+    data = load_data(base).to(dev)
+    E, d = len(cfgs), data.d
+    model = build_model(cfgs, d, dev)
+    r = radius_of(base)
+    log = train_lazy_sgd(model, data.x_train, data.y_train, radius=r,
+                         generators=[make_generator(c.seed, "lazy-order") for c in cfgs],
+                         lr=base.lr, batch_size=base.batch_size, max_epochs=base.epochs,
+                         check=base.ball_check)
+    model.eval()
+    flat = Flat(model, E).eval()
+    xt = fold(data.x_test.expand(E, -1, -1))  # (E·N, d): copy e sees rows e·N … e·N+N−1
+    yt = data.y_test.repeat(E)
+    xr = fold(data.x_train.expand(E, -1, -1))
+    test_ok = accuracy(flat, xt, yt, per_sample=True).view(E, -1).float()
+    train_ok = accuracy(flat, xr, data.y_train.repeat(E), per_sample=True).view(E, -1).float()
+    flip = min_flip_along_gradient(flat, xt, yt, tol=base.flip_tol)
+    with torch.no_grad():
+        scores = model(data.x_test.expand(E, -1, -1))  # (E, N)
+        offsets = neuron_distance(*_neuron_params(model), per_neuron=True)  # (E, m)
+    xnorm = data.x_test.norm(dim=1)  # (N,)
+    dn, gn, eta = (t.view(E, -1) for t in (flip.delta_norm, flip.grad_norm, flip.eta))
+    ok = flip.correct.view(E, -1)
+    final = log.history[-1] if log.history else None
+    out = []
+    for e, _ in enumerate(cfgs):
+        delta_mean, delta_std = _stats(dn[e])
+        rel_mean, rel_std = _stats(dn[e] / xnorm)
+        grad_mean, grad_std = _stats(gn[e])
+        eta_mean, eta_std = _stats(eta[e])
+        n_ok = int(ok[e].sum())
+        out.append([{
+            "d": d, "radius": r,
+            "x_norm": float(xnorm.mean()),
+            "epochs_run": float(log.epochs[e]), "left_ball": bool(log.stopped[e]),
+            "max_offset": float(offsets[e].max()), "offset_ratio": float(offsets[e].max() / r),
+            "train_loss": float(final["train_loss"][e]) if final else None,
+            "train_acc": float(train_ok[e].mean()), "test_acc": float(test_ok[e].mean()),
+            "n_correct": n_ok,
+            "flipped_frac": float(flip.flipped.view(E, -1)[e][ok[e]].float().mean()) if n_ok else None,
+            "abs_f": float(scores[e][ok[e]].abs().mean()) if n_ok else None,
+            "delta": delta_mean, "delta_std": delta_std,
+            "delta_rel": rel_mean, "delta_rel_std": rel_std,
+            "grad": grad_mean, "grad_std": grad_std,
+            "eta": eta_mean, "eta_std": eta_std,
+        }])
+    return out
+
+
+def _neuron_params(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each neuron's incoming parameters (w_s, b_s) now and at init: (E, m, d[+1]) twice."""
+    if model.bias is None:
+        return model.weight, model.weight0
+    return (torch.cat([model.weight, model.bias[..., None]], -1),
+            torch.cat([model.weight0, model.bias0[..., None]], -1))
+
+
+# ---------------------------------------------------------------------------------------
+# claims
+
+def _theory_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs in the theorem's setting: inputs on the unit sphere."""
+    return df[(df["sphere"].astype(bool)) | (df["dataset"] == "sphere")]
+
+
+def _raw_runs(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(~df["sphere"].astype(bool)) & (df["dataset"] != "sphere")]
+
+
+def _fits(df: pd.DataFrame, value: str) -> list[dict]:
+    """One log–log fit of ``value`` against d per (dataset, m, C0, bias) with >= 3 values of d.
+
+    Every seed's mean over test points counts as one observation."""
+    fits = []
+    for key, sub in df.dropna(subset=[value]).groupby(["dataset", "m", "C0", "bias"]):
+        if sub["d"].nunique() < 3:
+            continue
+        sub = sub[sub[value] > 0]
+        fit = fit_power_law(sub["d"], sub[value])
+        fits.append({"dataset": key[0], "m": int(key[1]), "C0": float(key[2]), "bias": bool(key[3]),
+                     "slope": fit.slope, "ci": list(fit.slope_ci), "r2": fit.r2, "n": fit.n,
+                     "d_range": [int(sub["d"].min()), int(sub["d"].max())]})
+    return fits
+
+
+def _slope_claim(df: pd.DataFrame, c0: float, cid: str, statement: str, values: list[str]) -> Claim:
+    """Every width's fit at the reference C0 (unit-sphere runs) lies in the band. Fits at other
+    C0 and on raw pixels are reported beside, not checked."""
+    sph = _theory_runs(df)
+    evidence: dict = {"C0": c0}
+    passed = True
+    for v in values:
+        lo, hi = BANDS[v]
+        fits = _fits(sph[sph["C0"] == c0], v)
+        evidence[f"{v}_band"] = [lo, hi]
+        evidence[f"{v}_theory"] = THEORY[v]
+        evidence[f"{v}_fits"] = fits
+        evidence[f"{v}_other_C0_fits"] = _fits(sph[sph["C0"] != c0], v)
+        evidence[f"{v}_raw_pixel_fits"] = _fits(_raw_runs(df), v)
+        if not fits:
+            passed = False
+            evidence[f"{v}_problem"] = f"no unit-sphere (dataset, m) group at C0={c0:g} with >= 3 values of d"
+        passed &= all(lo <= f["slope"] <= hi for f in fits)
+    return Claim(cid, statement, passed, evidence, SOURCE)
+
+
+def claims(df: pd.DataFrame, ctx: Context) -> list[Claim]:
+    out = []
+    by_point = df.assign(pid=point_ids(df, LazyAttackConfig)).groupby("pid").agg(
+        dataset=("dataset", "first"), sphere=("sphere", "first"), size=("size", "first"),
+        m=("m", "first"), C0=("C0", "first"),
+        test_acc=("test_acc", "mean"), min_test_acc=("test_acc", "min"),
+        offset_ratio=("offset_ratio", "max"), left=("left_ball", "mean"), n=("seed", "count"))
+    worst_acc = by_point.sort_values("test_acc").head(3).reset_index(drop=True)
+    inside = bool((df["offset_ratio"] <= 1 + 1e-4).all())
+    accurate = bool((by_point["test_acc"] >= MIN_ACC).all())
+    out.append(Claim(
+        "lazy-generalise",
+        f"Networks stay lazy and generalise: every point's mean test accuracy >= {MIN_ACC} with "
+        "every neuron inside its ball ‖θ_s − θ_s(0)‖ <= C0/√m",
+        inside and accurate,
+        {"all_inside_ball": inside, "max_offset_over_radius": float(df["offset_ratio"].max()),
+         "min_point_test_acc": float(by_point["test_acc"].min()),
+         "min_single_network_test_acc": float(df["test_acc"].min()),
+         "mean_test_acc": float(df["test_acc"].mean()),
+         "fraction_stopped_by_ball": float(df["left_ball"].mean()),
+         "worst_points": worst_acc.to_dict("records"), "n_networks": int(len(df))},
+        SOURCE))
+    c0 = float(ctx.base_config.get("C0", 10.0))
+    out.append(_slope_claim(
+        df, c0, "delta-scaling",
+        f"‖δ‖/‖x‖ falls like d^(−1/2): the log–log slope against d lies in [−0.7, −0.3] for every "
+        f"width (unit-sphere inputs, C0={c0:g})", ["delta_rel"]))
+    out.append(_slope_claim(
+        df, c0, "grad-eta-scaling",
+        f"‖∇ₓf‖ grows like d^(1/2) (slope in [0.3, 0.7]) and η falls like 1/d (slope in "
+        f"[−1.3, −0.7]) for every width (unit-sphere inputs, C0={c0:g})", ["grad", "eta"]))
+    out.append(_c0_claim(df))
+    return out
+
+
+def _c0_claim(df: pd.DataFrame) -> Claim:
+    """Larger C0 gives larger ‖δ‖ at fixed d: a fit of log ‖δ‖ on log C0 with one intercept
+    per (d, m) has a positive slope whose 95 % interval excludes 0, and at every (d, m) the
+    largest C0 beats the smallest."""
+    sph = _theory_runs(df).dropna(subset=["delta"])
+    groups = [(k, g) for k, g in sph.groupby(["dataset", "m", "d"]) if g["C0"].nunique() >= 2]
+    if not groups:
+        return Claim("c0-more-robust", "Larger C0 gives larger ‖δ‖ at fixed d", False,
+                     {"problem": "no (d, m) with two or more values of C0"}, SOURCE)
+    lx, ly, comparisons = [], [], []
+    for (ds, m, d), g in groups:
+        mean = g.groupby("C0")["delta"].mean().sort_index()
+        comparisons.append({"dataset": ds, "m": int(m), "d": int(d),
+                            "C0": [float(c) for c in mean.index], "delta": [float(v) for v in mean],
+                            "largest_beats_smallest": bool(mean.iloc[-1] > mean.iloc[0])})
+        # demean within the group: the slope of the within-group regression (fixed effects)
+        x, y = np.log(g["C0"].to_numpy(float)), np.log(g["delta"].to_numpy(float))
+        lx.append(x - x.mean())
+        ly.append(y - y.mean())
+    x, y = np.concatenate(lx), np.concatenate(ly)
+    n, k = len(x), len(groups)
+    sxx = float((x * x).sum())
+    slope = float((x * y).sum() / sxx) if sxx > 0 else float("nan")
+    dof = n - k - 1
+    if dof > 0 and sxx > 0:
+        from scipy import stats as sps
+        s2 = float(((y - slope * x) ** 2).sum() / dof)
+        half = float(sps.t.ppf(0.975, dof) * math.sqrt(s2 / sxx))
+        ci = [slope - half, slope + half]
+    else:
+        ci = [float("nan"), float("nan")]
+    all_beat = all(c["largest_beats_smallest"] for c in comparisons)
+    passed = bool(all_beat and np.isfinite(ci[0]) and ci[0] > 0)
+    return Claim(
+        "c0-more-robust",
+        "More movement allowed gives a larger flipping perturbation: at every (d, m) ‖δ‖ at the "
+        "largest C0 exceeds ‖δ‖ at the smallest, and the pooled slope of log ‖δ‖ on log C0 "
+        "(one intercept per (d, m)) is positive with its 95 % interval above 0 (unit-sphere inputs)",
+        passed, {"slope_logdelta_logC0": slope, "slope_logdelta_logC0_ci": ci, "n": n,
+                 "groups": k, "comparisons": comparisons}, SOURCE)
+
+
+# ---------------------------------------------------------------------------------------
+# figures
+
+PANELS = [("grad", "‖∇ₓf‖", "grad_std"), ("eta", "η = ‖δ‖/‖∇ₓf‖", "eta_std"),
+          ("delta_rel", "‖δ‖/‖x‖", "delta_rel_std")]
+
+
+def _pooled(sub: pd.DataFrame, x: str, value: str, std: str) -> pd.DataFrame:
+    """Mean over seeds (each a mean over test points) and the spread over points and seeds:
+    the std of the pooled points, from the per-seed means and stds."""
+    sub = sub.dropna(subset=[value])
+    g = sub.assign(sq=sub[std] ** 2 + sub[value] ** 2).groupby(x)
+    mean = g[value].mean()
+    spread = np.sqrt(np.maximum(g["sq"].mean() - mean ** 2, 0.0))
+    return pd.DataFrame({"mean": mean, "spread": spread}).sort_index()
+
+
+def _band(ax, stats: pd.DataFrame, *, color, label, marker="o"):
+    xs = stats.index.to_numpy(float)
+    mean, sp = stats["mean"].to_numpy(), stats["spread"].to_numpy()
+    ax.plot(xs, mean, marker=marker, color=color, label=label)
+    lo = np.where(mean - sp > 0, mean - sp, mean / 3)  # a log axis cannot show values <= 0
+    ax.fill_between(xs, lo, mean + sp, color=color, alpha=0.18, lw=0)
+
+
+def _panel_row(axes, df: pd.DataFrame, by: str, fmt, theory: bool, title: str) -> None:
+    levels = sorted(df[by].dropna().unique())
+    for j, (value, name, std) in enumerate(PANELS):
+        ax = axes[j]
+        anchor = None
+        for i, lev in enumerate(levels):
+            st = _pooled(df[df[by] == lev], "d", value, std)
+            if st.empty:
+                continue
+            _band(ax, st, color=COLORS[i % len(COLORS)], label=fmt(lev))
+            anchor = anchor or (float(st.index[-1]), float(st["mean"].iloc[-1]))
+        ds = sorted(df["d"].unique())
+        if theory and anchor and len(ds) > 1:
+            if value == "grad":
+                theory_line(ax, ds, 0.5, 1.0, math.sqrt(0.5), "√(d/2) (init, no bias)")
+            else:
+                theory_line(ax, ds, THEORY[value], *anchor, f"d^{THEORY[value]:g}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("input dimension d")
+        ax.set_ylabel(name)
+        ax.set_title(title, fontsize=8)
+        ax.legend(fontsize=7)
+
+
+def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    figs: list[Figure] = []
+    base = ctx.base_config
+    sph, raw = _theory_runs(df), _raw_runs(df)
+    c0_ref = base.get("C0", 10.0)
+    rows = [("unit sphere", sph[sph["C0"] == c0_ref]), ("raw pixels", raw[raw["C0"] == c0_ref])]
+    rows = [(n, r) for n, r in rows if len(r)]
+    if rows:
+        fig, axes = subplots(len(rows), 3, squeeze=False)
+        for i, (name, sub) in enumerate(rows):
+            _panel_row(axes[i], sub, "m", lambda v: f"m={int(v)}", True,
+                       f"{name}, C0={c0_ref:g}, bias={'/'.join(sorted({str(b) for b in sub['bias']}))}")
+        label_panels(axes)
+        save(fig, ctx.figdir / "vs_d.png")
+        figs.append(Figure(
+            "figures/vs_d.png", "Gradient norm, step size and flipping perturbation against d, per width",
+            "Mean over seeds and correctly classified test points, band ±1 std over points and seeds; "
+            "dashed: the theorem's slopes (‖∇f‖ ≈ √(d/2) at init, η ∝ 1/d, ‖δ‖/‖x‖ ∝ d^−1/2). Top row: "
+            "unit-sphere inputs (the theorem's setting, where the slopes are checked); bottom row: raw "
+            "pixels with biases (the authors' main experiment), where ‖x‖ itself grows like √d."))
+    c0_runs = sph.groupby(["m"]).filter(lambda g: g["C0"].nunique() >= 2)
+    if len(c0_runs):
+        m_ref = int(c0_runs["m"].value_counts().idxmax())
+        sub = c0_runs[c0_runs["m"] == m_ref]
+        fig, axes = subplots(1, 4, squeeze=False)
+        _panel_row(axes[0][:3], sub, "C0", lambda v: f"C0={v:g}", False, f"unit sphere, m={m_ref}")
+        ax = axes[0][3]
+        for i, (d, g) in enumerate(sub.groupby("d")):
+            st = _pooled(g, "C0", "delta", "delta_std")
+            _band(ax, st, color=COLORS[i % len(COLORS)], label=f"d={int(d)}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("C0 (ball radius C0/√m)")
+        ax.set_ylabel("‖δ‖")
+        ax.legend(fontsize=7)
+        label_panels(axes)
+        save(fig, ctx.figdir / "vs_C0.png")
+        figs.append(Figure(
+            "figures/vs_C0.png", "The same against the ball radius C0",
+            f"Width m={m_ref}, unit-sphere inputs. (a–c) the quantities against d, one curve per C0; "
+            "(d) ‖δ‖ against C0, one curve per d: allowing more movement should give larger ‖δ‖."))
+    return figs
+
+
+# ---------------------------------------------------------------------------------------
+
+_SIZES_QUICK = [5, 8, 12, 18, 28]
+_SIZES_PAPER = [5, 7, 10, 14, 20, 28]
+
+STUDY = Study(
+    name="lazy-attack",
+    title="Lazy training is not robust: one gradient step flips the prediction",
+    source=SOURCE,
+    summary=("Two-layer ReLU networks trained by SGD until they would leave the lazy ball; the "
+             "smallest flipping step along the input gradient, against d, width and C0."),
+    config=LazyAttackConfig,
+    presets={
+        "quick": Preset(
+            # lr 1 (10× the authors') reaches the ball in a few epochs instead of a hundred;
+            # the networks kept are the same kind: the last ones inside the ball.
+            {"lr": 1.0, "epochs": 40, "C0": 10.0},
+            (
+                {"size": _SIZES_QUICK, "m": [64, 256], "sphere": [True], "bias": [False]},
+                {"size": _SIZES_QUICK, "m": [64], "C0": [10.0, 14.0, 20.0], "sphere": [True],
+                 "bias": [False]},
+                # the authors' main experiment: raw pixels, biases, lr 0.1
+                {"size": _SIZES_QUICK, "m": [64, 256], "sphere": [False], "bias": [True],
+                 "lr": [0.1], "epochs": [20]},
+            ),
+            n_seeds=3,
+            description="5 sizes 5..28, widths 64/256, C0 10/14/20, 3 seeds; sphere and raw pixels"),
+        "paper": Preset(
+            {"lr": 0.1, "epochs": 1000, "C0": 10.0},
+            (
+                {"size": _SIZES_PAPER, "m": [256, 1024, 4096], "sphere": [True], "bias": [False]},
+                {"size": _SIZES_PAPER, "m": [1024], "C0": [5.0, 10.0, 20.0, 40.0], "sphere": [True],
+                 "bias": [False]},
+                {"size": _SIZES_PAPER, "m": [256, 1024, 4096], "sphere": [False], "bias": [True]},
+            ),
+            n_seeds=5,
+            description="the authors' protocol: lr 0.1, up to 1000 epochs, sizes 5..28, 3 widths, 4 C0, 5 seeds"),
+    },
+    run_points=run_points,
+    claims=claims,
+    figures=figures,
+    ensemble=True,
+)
+
+__all__ = ["STUDY", "LazyAttackConfig", "run_points", "claims", "figures"]

@@ -1,0 +1,688 @@
+"""Study ``width-depth-init``: how width, depth and initialisation move perturbation stability
+(Seed 002, "Robustness in deep learning: the good (width), the bad (depth), and the ugly
+(initialization)"; SPEC §C).
+
+Each point trains E seeds of a depth-``L`` width-``m`` ReLU network (``init`` from Seed 002,
+Table 1, see :mod:`robustlab.models.deep`) as one ensemble with minibatch SGD and a
+step-decay schedule (§5.1), recording ``κ(t) = ‖θ(t) − θ(0)‖ / ‖θ(0)‖`` every epoch (§5.2),
+then measures on held-out points
+
+    P(f, ε) = E_x E_δ ‖J_x f(x) δ‖²  = ε² E_x ‖J_x f(x)‖_F² / (d + 2),   δ ~ U(B₂(0, ε))
+
+exactly (the identity, Def. 3 per seed; Def. 1 is the mean over the seeds of a point), with a
+Monte Carlo estimate beside it at one point of the grid, and the accuracy (train and test)
+beside every stability number: a network whose output hardly depends on its input is
+"stable" without being robust (the pitfall SPEC §C records for deep LeCun networks).
+
+Claims (the issue's; thresholds are module constants, fixed before the runs):
+
+1. ``width-peak`` — for He and LeCun at depth 2 and deeper, stability against width has an
+   *interior maximum*: the seed-mean curve peaks strictly inside the width grid, the peak
+   exceeds both ends by at least ``PEAK_RATIO`` and by ``PEAK_Z`` standard errors, and the
+   widths at and past the peak trained (train accuracy ≥ ``ACC_FLOOR``).
+2. ``depth-init`` — LeCun: stability falls with depth (slope of log P on L, 95 % CI below 0);
+   He and NTK: it rises (slope of log P on log L, CI above 0); judged on every width whose
+   depth sweep trained to comparable accuracy (all depths ≥ ``ACC_FLOOR``).
+3. ``nonlazy-width`` — the non-lazy (``small``) two-layer network, trained (≥ ``ACC_FLOOR``),
+   falls at every step of the width grid, its log–log slope has a CI below 0, and it lies
+   below the He two-layer network at every common width.
+4. ``kappa`` — He two-layer: κ(t) *nearly flat* (log–log growth exponent of κ over the late
+   constant-rate window ≤ ``FLAT_MAX_EXP``) and the final κ falls with width (CI below 0);
+   non-lazy: κ(t) *grows* (exponent ≥ ``GROW_MIN_EXP``) and is ≥ ``FAR_RATIO`` × He's κ at
+   every common width.
+
+Beside them, ``mc-identity`` checks the Monte Carlo estimate against the identity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..config import Config, ConfigError, param
+from ..data import load_images
+from ..data.images import Split
+from ..errors import NumericalError
+from ..metrics import perturbation_stability
+from ..models.deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble
+from ..models.ensemble import Flat, fold
+from ..report.plots import COLORS, fit_power_law, label_panels, log_axes, mean_band, save, subplots
+from ..train.supervised import SGDSpec, evaluate, train_supervised
+from ..utils import make_generator, resolve_device
+from .base import Claim, Context, Figure, Preset, Study
+
+SOURCE = "Seed 002 (Robustness in deep learning: the good (width), the bad (depth), the ugly (initialization))"
+
+DATASETS = ("mnist5k", "digits", "mnist", "cifar10", "cifar100")
+ARCHS = ("fcn", "cnn", "resnet")
+
+# Claim thresholds (see the module docstring). Chosen before the runs; never tuned to pass.
+ACC_FLOOR = 0.9  # "trained": mean training accuracy over the seeds at least this
+PEAK_RATIO = 1.2  # interior maximum: peak ≥ 1.2 × each end of the width grid ...
+PEAK_Z = 2.0  # ... and ≥ 2 standard errors above each end (needs ≥ 2 seeds)
+MIN_WIDTHS = 4  # a width curve needs this many widths to show a peak
+MIN_DEPTHS = 3  # a depth curve needs this many depths for a slope with an interval
+FLAT_MAX_EXP = 1 / 3  # κ ∝ t^b with b ≤ 1/3 over the late window: < 26 % growth per doubling of t
+GROW_MIN_EXP = 1 / 2  # κ ∝ t^b with b ≥ 1/2: grows at least like √t (linear growth is b = 1)
+FAR_RATIO = 10.0  # "far larger": an order of magnitude
+
+
+@dataclasses.dataclass(frozen=True)
+class WidthDepthInitConfig(Config):
+    study = "width-depth-init"
+    # data
+    dataset: str = param("mnist5k", "image dataset (mnist, cifar10, cifar100 need data_dir)", choices=DATASETS)
+    data_dir: str | None = param(None, "folder holding the torchvision files of mnist/cifar10/cifar100")
+    classes: tuple[int, ...] = param((), "class subset (empty: all classes)")
+    size: int | None = param(None, "resize images to size x size (none: native)", ge=2)
+    sphere: bool = param(True, "normalise every input to the unit sphere (Seed 002, Assumption 1)")
+    n_train: int = param(0, "training points, stratified over classes (0: all)", ge=0)
+    n_test: int = param(500, "held-out points for accuracy and stability (0: all)", ge=0)
+    # model
+    arch: str = param("fcn", "fully connected (ensemble), or the CNN / ResNet variants (App. E)", choices=ARCHS)
+    width: int = param(256, "width m (channels for cnn/resnet)", ge=1)
+    depth: int = param(2, "depth L: number of weight layers", ge=2)
+    init: str = param("he", "initialisation (Seed 002, Table 1; small: variance m^-gamma)", choices=INITS)
+    gamma: float = param(2.0, "exponent of the non-lazy init, variance m^-gamma (reconstructed)", gt=0)
+    output: str = param("multi", "multi: k logits + cross-entropy; single: one output + squared loss (2 classes)",
+                        choices=("multi", "single"))
+    # training (Seed 002 §5.1: SGD, 50 epochs, step decay; the numbers were lost: reconstructed)
+    epochs: int = param(50, "training epochs", ge=1)
+    batch_size: int = param(64, "minibatch size", ge=1)
+    lr: float = param(0.1, "initial learning rate", gt=0)
+    momentum: float = param(0.9, "heavy-ball momentum", ge=0, lt=1)
+    decay_start: int = param(30, "first epoch (0-based) of the step decay (0: constant rate)", ge=0)
+    lr_step: int = param(10, "epochs between further decays (0: one decay)", ge=0)
+    lr_gamma: float = param(0.1, "decay factor", gt=0, le=1)
+    stop_loss: float = param(0.0, "freeze a seed once its training loss <= this (0: train all epochs)", ge=0)
+    # measurement
+    eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
+    mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
+    mc_points: int = param(100, "held-out points used for the Monte Carlo estimate", ge=1)
+    mc_init: str = param("he", "the grid point that gets the Monte Carlo estimate: init", choices=INITS)
+    mc_depth: int = param(2, "... depth", ge=2)
+    mc_width: int = param(256, "... width", ge=1)
+
+    def check(self) -> None:
+        if self.mc_samples == 1:
+            raise ConfigError("mc_samples", 1, "0 (off) or >= 2")
+        if self.dataset in ("mnist", "cifar10", "cifar100") and self.data_dir is None:
+            raise ConfigError("data_dir", None, f"a folder holding the {self.dataset} files (dataset={self.dataset})")
+        if self.dataset == "digits" and self.size is not None and self.size > 8:
+            raise ConfigError("size", self.size, "<= 8 for digits (8x8 images)")
+        if self.output == "single" and len(self.classes) != 2:
+            raise ConfigError("classes", list(self.classes), "exactly two classes for output=single")
+        if len(set(self.classes)) != len(self.classes) or any(c < 0 for c in self.classes):
+            raise ConfigError("classes", list(self.classes), "distinct non-negative class labels")
+        if len(self.classes) == 1:
+            raise ConfigError("classes", list(self.classes), "at least two classes (or empty: all)")
+        if self.arch != "fcn" and self.output == "single":
+            raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
+
+    @property
+    def loss(self) -> str:
+        return "ce" if self.output == "multi" else "mse"
+
+    def sgd(self) -> SGDSpec:
+        return SGDSpec(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, momentum=self.momentum,
+                       decay_start=self.decay_start, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
+                       loss=self.loss, stop_loss=self.stop_loss)
+
+
+# ---------------------------------------------------------------------------------------
+# data
+
+@functools.lru_cache(maxsize=4)
+def _prepared(dataset: str, data_dir: str | None, classes: tuple[int, ...], size: int | None, sphere: bool,
+              flatten: bool, binary: bool, n_train: int, n_test: int) -> Split:
+    split = load_images(dataset, classes=classes or None, binary=binary, size=size, flatten=flatten,
+                        sphere=sphere, data_dir=data_dir)
+
+    def subset(y: torch.Tensor, n: int, salt: str) -> torch.Tensor:
+        # Stratified and fixed across seeds (Def. 1 averages over initialisations only):
+        # the loaders order points by class, so a prefix would hold one class.
+        if n == 0 or n >= len(y):
+            return torch.arange(len(y))
+        g = make_generator(0, "wdi-subset", salt)
+        labels = y.long() if not binary else (y > 0).long()
+        order = torch.randperm(len(y), generator=g)
+        counts = torch.bincount(labels)
+        quota = torch.floor(counts.double() / len(y) * n).long()
+        quota[torch.argsort(counts, descending=True)[: n - int(quota.sum())]] += 1
+        picked, taken = [], torch.zeros_like(counts)
+        for i in order.tolist():
+            c = int(labels[i])
+            if taken[c] < quota[c]:
+                picked.append(i)
+                taken[c] += 1
+        return torch.tensor(sorted(picked))
+
+    tr, te = subset(split.y_train, n_train, "train"), subset(split.y_test, n_test, "test")
+    return dataclasses.replace(split, x_train=split.x_train[tr], y_train=split.y_train[tr],
+                               x_test=split.x_test[te], y_test=split.y_test[te])
+
+
+def load_data(cfg: WidthDepthInitConfig) -> Split:
+    return _prepared(cfg.dataset, cfg.data_dir, cfg.classes, cfg.size, cfg.sphere, cfg.arch == "fcn",
+                     cfg.output == "single", cfg.n_train, cfg.n_test)
+
+
+# ---------------------------------------------------------------------------------------
+# running a point
+
+def build_model(cfgs: list[WidthDepthInitConfig], data: Split, device: torch.device) -> torch.nn.Module:
+    """The E seeds of one point as one ensemble model ``(E, N, ...) -> (E, N, k)``."""
+    base = cfgs[0]
+    k = 1 if base.output == "single" else data.n_classes
+    gens = [make_generator(c.seed, "wdi-init") for c in cfgs]
+    gamma = base.gamma if base.init == "small" else None
+    if base.arch == "fcn":
+        return DeepMLP(data.d, base.width, base.depth, k, init=base.init, gamma=gamma, generators=gens,
+                       dtype=data.x_train.dtype, device=device)
+    cls = ConvNet if base.arch == "cnn" else ResNet
+    nets = [cls(data.x_train.shape[1], base.width, base.depth, k, init=base.init, gamma=gamma, generator=g)
+            for g in gens]
+    return VmapEnsemble(nets).to(device)
+
+
+def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E: int) -> torch.Tensor:
+    """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points."""
+    flat = Flat(model, E)
+    per = perturbation_stability(flat, fold(x.expand(E, *x.shape)), eps, per_sample=True)  # (E·N,)
+    return per.reshape(E, len(x)).mean(1)
+
+
+def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
+    """Train the seeds of one point as an ensemble; measure stability, accuracy and κ."""
+    t0 = time.perf_counter()
+    base = cfgs[0]
+    dev = resolve_device(device)
+    data = load_data(base).to(dev)
+    E = len(cfgs)
+    model = build_model(cfgs, data, dev)
+    d = data.d
+    stab0 = _per_member_stability(model, data.x_test, base.eps, E)
+    spec = base.sgd()
+    log = train_supervised(model, data.x_train, data.y_train, spec,
+                           generators=[make_generator(c.seed, "wdi-order") for c in cfgs])
+    tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
+    te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
+    stab = _per_member_stability(model, data.x_test, base.eps, E)
+    mc = mc_se = mc_exact = None
+    is_mc_point = (base.mc_samples > 0 and base.init == base.mc_init and base.depth == base.mc_depth
+                   and base.width == base.mc_width)
+    if is_mc_point:
+        xm = data.x_test[: base.mc_points]
+        n = len(xm)
+        mc, mc_se = torch.zeros(E), torch.zeros(E)
+        for e, c in enumerate(cfgs):
+            # One copy at a time: the Monte Carlo path tiles the batch S times, which a Flat
+            # ensemble would split across copies (rows e·N … no longer belong to copy e).
+            est = perturbation_stability(Flat(model.member(e), 1), xm, base.eps, samples=base.mc_samples,
+                                         generator=make_generator(c.seed, "wdi-mc"), per_sample=True)
+            mc[e] = est.mean.mean()
+            # draws are independent across points: the mean's variance is the sum over points / n²
+            mc_se[e] = est.stderr.pow(2).sum().sqrt() / n
+        mc_exact = _per_member_stability(model, xm, base.eps, E)
+    seconds = time.perf_counter() - t0
+    n_params = model.n_params()
+    out: list = []
+    for e, c in enumerate(cfgs):
+        finals = [float(v) for v in (tr_loss[e], tr_acc[e], te_loss[e], te_acc[e], stab[e], stab0[e])]
+        if not bool(log.finite[e]) or not all(math.isfinite(v) for v in finals):
+            out.append(NumericalError(f"seed {c.seed}: training diverged or stability is not finite "
+                                      f"(lr={c.lr}, init={c.init}, width={c.width}, depth={c.depth})"))
+            continue
+        trained = int(log.stopped[e])
+        rows = [{"kind": "epoch", "epoch": t + 1, "loss": float(log.loss[e, t]),
+                 "train_acc_running": float(log.acc[e, t]), "kappa": float(log.kappa[e, t]),
+                 "kappa_layers": [float(v) for v in log.kappa_layers[e, t]], "lr": log.lr[t]}
+                for t in range(trained)]
+        final = {"kind": "final", "epoch": trained, "train_loss": finals[0], "train_acc": finals[1],
+                 "test_loss": finals[2], "test_acc": finals[3], "stability": finals[4],
+                 "grad_norm2": finals[4] * (d + 2) / c.eps**2, "stability_init": finals[5],
+                 "kappa": float(log.kappa[e, trained - 1]),
+                 "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
+                 "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
+                 "seconds": seconds}
+        if is_mc_point:
+            final.update(mc_stability=float(mc[e]), mc_stderr=float(mc_se[e]), mc_exact=float(mc_exact[e]),
+                         mc_samples=c.mc_samples, mc_points=len(xm))
+        out.append(rows + [final])
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# analysis helpers
+
+def finals(df: pd.DataFrame) -> pd.DataFrame:
+    if "kind" not in df.columns:
+        return df.iloc[0:0]
+    return df[df["kind"] == "final"]
+
+
+def _line_fit(x, y) -> dict:
+    """OLS of log y on x (an exponential trend) with the slope's 95 % t-interval."""
+    # fit_power_law regresses log y on log x; feeding exp(x) makes that log x = x.
+    fit = fit_power_law(np.exp(np.asarray(x, float)), y)
+    return {"slope": fit.slope, "slope_ci": list(fit.slope_ci), "n": fit.n}
+
+
+def _pow_fit(x, y) -> dict:
+    fit = fit_power_law(x, y)
+    return {"slope": fit.slope, "slope_ci": list(fit.slope_ci), "n": fit.n}
+
+
+def curve(f: pd.DataFrame, x: str, y: str = "stability") -> pd.DataFrame:
+    """Seed statistics of ``y`` against ``x``: mean, std, sem, n, with mean accuracies."""
+    g = f.groupby(x)
+    out = g[y].agg(["mean", "std", "count"]).rename(columns={"count": "n"})
+    out["sem"] = out["std"] / np.sqrt(out["n"])
+    out["train_acc"] = g["train_acc"].mean()
+    out["test_acc"] = g["test_acc"].mean()
+    return out.sort_index()
+
+
+def _r(v: float, digits: int = 4) -> float:
+    return float(f"{float(v):.{digits}g}")
+
+
+def _table(c: pd.DataFrame) -> list[dict]:
+    return [{"x": (int(i) if float(i).is_integer() else float(i)), "mean": _r(r["mean"]),
+             "sem": (_r(r["sem"]) if np.isfinite(r["sem"]) else None), "n": int(r["n"]),
+             "train_acc": _r(r["train_acc"], 3), "test_acc": _r(r["test_acc"], 3)}
+            for i, r in c.iterrows()]
+
+
+# ---------------------------------------------------------------------------------------
+# claims
+
+def width_peak(c: pd.DataFrame) -> dict:
+    """Is there an interior maximum in ``c`` (a :func:`curve` against width)? With the numbers."""
+    widths = c.index.to_numpy()
+    mean = c["mean"].to_numpy(float)
+    sem = c["sem"].to_numpy(float)
+    i = int(np.nanargmax(mean))
+    ev: dict = {"peak_width": int(widths[i]), "peak": _r(mean[i]), "curve": _table(c)}
+    ok = True
+    reasons = []
+    if len(widths) < MIN_WIDTHS:
+        return {**ev, "passed": False, "reason": f"fewer than {MIN_WIDTHS} widths"}
+    if i in (0, len(widths) - 1):
+        ok = False
+        reasons.append("the maximum is at an end of the width grid")
+    for j, name in ((0, "narrowest"), (len(widths) - 1, "widest")):
+        ratio = mean[i] / mean[j]
+        z = (mean[i] - mean[j]) / math.sqrt(sem[i] ** 2 + sem[j] ** 2) if i != j else 0.0
+        ev[f"ratio_to_{name}"] = _r(ratio)
+        ev[f"z_to_{name}"] = _r(z, 3) if math.isfinite(z) else None
+        if i != j and not (ratio >= PEAK_RATIO and math.isfinite(z) and z >= PEAK_Z):
+            ok = False
+            reasons.append(f"peak/{name} = {ratio:.3g} (need >= {PEAK_RATIO}), z = {z:.3g} (need >= {PEAK_Z})")
+    past = c[c.index >= widths[i]]
+    if (past["train_acc"] < ACC_FLOOR).any():
+        ok = False
+        bad = past[past["train_acc"] < ACC_FLOOR]
+        reasons.append(f"widths {list(map(int, bad.index))} past the peak did not train "
+                       f"(train acc < {ACC_FLOOR})")
+    if len(widths) >= 2:
+        ev["tail_change"] = _r(mean[-1] / mean[-2] - 1, 3)  # → 0 when the curve levels off
+    return {**ev, "passed": ok, "reason": "; ".join(reasons) or "interior maximum"}
+
+
+def _fit_sides(f: pd.DataFrame, peak_width: int) -> dict:
+    out = {}
+    for side, sel in (("rise", f["width"] <= peak_width), ("fall", f["width"] >= peak_width)):
+        s = f[sel]
+        if s["width"].nunique() >= 2:
+            out[f"{side}_slope"] = {k: (_r(v) if isinstance(v, float) else v) for k, v in
+                                    _pow_fit(s["width"], s["stability"]).items()}
+    return out
+
+
+def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    f = finals(df)
+    f = f[f["init"].isin(["he", "lecun"])]
+    statement = ("Lazy regime, width: stability first rises then falls with width (an interior maximum) "
+                 "for He and LeCun at depth 2 and deeper")
+    ev: dict = {"definition": f"interior maximum: the seed-mean stability peaks strictly inside the width grid, "
+                              f"exceeds both ends by >= {PEAK_RATIO}x and >= {PEAK_Z} standard errors, "
+                              f"and every width at or past the peak trains (train acc >= {ACC_FLOOR})"}
+    ok = True
+    for init in ("he", "lecun"):
+        fi = f[f["init"] == init]
+        depths = sorted(int(L) for L in fi["depth"].unique() if fi[fi["depth"] == L]["width"].nunique() >= MIN_WIDTHS)
+        if 2 not in depths or not any(L > 2 for L in depths):
+            ok = False
+            ev[init] = f"needs width sweeps at depth 2 and a deeper depth; has {depths}"
+            continue
+        for L in depths:
+            sub = fi[fi["depth"] == L]
+            res = width_peak(curve(sub, "width"))
+            res.update(_fit_sides(sub, res["peak_width"]))
+            ev[f"{init}_L{L}"] = res
+            ok &= res["passed"]
+    return Claim("width-peak", statement, bool(ok), ev, SOURCE + ", Thm 1, §5.3, Fig. 4(a)")
+
+
+def claim_depth(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    f = finals(df)
+    statement = "Depth: with LeCun init stability falls with depth; with He and NTK it rises"
+    ev: dict = {"definition": "LeCun: OLS of log P on L (exponential) has a 95% CI below 0; He/NTK: OLS of "
+                              "log P on log L (polynomial) has a 95% CI above 0; judged at every width whose "
+                              f">= {MIN_DEPTHS} depths all train (mean train acc >= {ACC_FLOOR})"}
+    ok = True
+    for init, sign in (("lecun", -1), ("he", 1), ("ntk", 1)):
+        fi = f[f["init"] == init]
+        judged = 0
+        for m in sorted(fi["width"].unique()):
+            sub = fi[fi["width"] == m]
+            if sub["depth"].nunique() < MIN_DEPTHS:
+                continue
+            c = curve(sub, "depth")
+            fit = (_line_fit if sign < 0 else _pow_fit)(sub["depth"], sub["stability"])
+            fit0 = (_line_fit if sign < 0 else _pow_fit)(sub["depth"], sub["stability_init"])
+            lo, hi = fit["slope_ci"]
+            comparable = bool((c["train_acc"] >= ACC_FLOOR).all())
+            passed = comparable and (hi < 0 if sign < 0 else lo > 0)
+            ev[f"{init}_m{int(m)}"] = {
+                "curve": _table(c), "slope": _r(fit["slope"]), "slope_ci": [_r(lo), _r(hi)],
+                "slope_at_init": _r(fit0["slope"]), "comparable_accuracy": comparable, "passed": passed}
+            if comparable:
+                judged += 1
+                ok &= passed
+        if judged == 0:
+            ok = False
+            ev[init] = f"no width with >= {MIN_DEPTHS} depths that all trained (train acc >= {ACC_FLOOR})"
+    return Claim("depth-init", statement, bool(ok), ev, SOURCE + ", Thm 1, §5.4, Fig. 5, App. E.6")
+
+
+def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    f = finals(df)
+    f = f[f["depth"] == 2]
+    statement = ("Non-lazy two-layer networks: stability falls monotonically with width and lies below "
+                 "the lazy (He) network at the same width")
+    small, he = f[f["init"] == "small"], f[f["init"] == "he"]
+    ev: dict = {"definition": f"every consecutive width step lowers the seed-mean stability, the log-log slope "
+                              f"has a 95% CI below 0, every width trains (train acc >= {ACC_FLOOR}), and "
+                              "small < He at every common width"}
+    if small["width"].nunique() < 3:
+        return Claim("nonlazy-width", statement, False, {**ev, "reason": "fewer than 3 widths with init=small"},
+                     SOURCE + ", Thm 3, Fig. 4(b)")
+    c = curve(small, "width")
+    steps = np.diff(c["mean"].to_numpy(float))
+    monotone = bool((steps < 0).all())
+    fit = _pow_fit(small["width"], small["stability"])
+    trained = bool((c["train_acc"] >= ACC_FLOOR).all())
+    ch = curve(he, "width") if len(he) else None
+    common = [m for m in c.index if ch is not None and m in ch.index]
+    below = {int(m): _r(c.loc[m, "mean"] / ch.loc[m, "mean"]) for m in common}
+    is_below = len(common) >= 3 and all(v < 1 for v in below.values())
+    ok = monotone and fit["slope_ci"][1] < 0 and trained and is_below
+    ev.update(curve_small=_table(c), curve_he=_table(ch) if ch is not None else None,
+              monotone=monotone, slope=_r(fit["slope"]), slope_ci=[_r(v) for v in fit["slope_ci"]],
+              all_trained=trained, ratio_small_to_he=below, below_he_everywhere=is_below)
+    return Claim("nonlazy-width", statement, bool(ok), ev, SOURCE + ", Thm 3, Fig. 4(b)")
+
+
+def growth_exponent(trace: pd.DataFrame, decay_start: int) -> dict:
+    """Log–log growth exponent of the seed-mean κ(t) over the late constant-rate window.
+
+    The window is the second half of the epochs run at the initial rate, ``[T₁/2, T₁]`` with
+    ``T₁ = decay_start`` (all epochs when the rate never decays): after the first transient,
+    before a decay slows every curve down.
+    """
+    k = trace.groupby("epoch")["kappa"].mean().sort_index()
+    T1 = int(decay_start) if decay_start and decay_start <= k.index.max() else int(k.index.max())
+    win = k[(k.index >= max(1, T1 // 2)) & (k.index <= T1)]
+    if len(win) < 2 or (win <= 0).any():
+        return {"exponent": float("nan"), "window": [int(T1 // 2), T1]}
+    fit = fit_power_law(win.index.to_numpy(float), win.to_numpy(float))
+    return {"exponent": _r(fit.slope, 3), "window": [int(win.index.min()), int(win.index.max())],
+            "kappa_start": _r(win.iloc[0]), "kappa_end": _r(win.iloc[-1])}
+
+
+def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    statement = ("kappa: nearly flat in time and falling with width for He; growing in time and far larger "
+                 "for the non-lazy init")
+    ev: dict = {"definition": f"nearly flat: growth exponent b of kappa(t) ~ t^b over the late constant-rate "
+                              f"window <= {FLAT_MAX_EXP:.3g}; growing: b >= {GROW_MIN_EXP:.3g}; falling with "
+                              f"width: log-log slope of final kappa has a 95% CI below 0; far larger: "
+                              f">= {FAR_RATIO:g}x He at every common width (all at depth 2)"}
+    if "kind" not in df.columns:
+        return Claim("kappa", statement, False, {**ev, "reason": "no results"}, SOURCE + ", §5.2, Figs. 2-3")
+    ep = df[(df["kind"] == "epoch") & (df["depth"] == 2)]
+    f = finals(df)
+    f = f[f["depth"] == 2]
+    ok = True
+    for init, want in (("he", "flat"), ("small", "grow")):
+        res = {}
+        for m, tr in ep[ep["init"] == init].groupby("width"):
+            g = growth_exponent(tr, int(tr["decay_start"].iloc[0]))
+            b = g["exponent"]
+            g["passed"] = bool(math.isfinite(b) and (b <= FLAT_MAX_EXP if want == "flat" else b >= GROW_MIN_EXP))
+            res[int(m)] = g
+            ok &= g["passed"]
+        if not res:
+            ok = False
+        ev[f"{init}_growth"] = res or f"no {init} runs at depth 2"
+    he = f[f["init"] == "he"]
+    if he["width"].nunique() >= 3:
+        fit = _pow_fit(he["width"], he["kappa"])
+        falls = fit["slope_ci"][1] < 0
+        ev["he_kappa_vs_width"] = {"slope": _r(fit["slope"]), "slope_ci": [_r(v) for v in fit["slope_ci"]],
+                                   "curve": _table(curve(he, "width", "kappa")), "passed": bool(falls)}
+        ok &= falls
+    else:
+        ok = False
+        ev["he_kappa_vs_width"] = "fewer than 3 He widths at depth 2"
+    small = f[f["init"] == "small"]
+    kh, ks = he.groupby("width")["kappa"].mean(), small.groupby("width")["kappa"].mean()
+    common = sorted(set(kh.index) & set(ks.index))
+    ratios = {int(m): _r(ks[m] / kh[m]) for m in common}
+    far = bool(common) and all(v >= FAR_RATIO for v in ratios.values())
+    ev["ratio_small_to_he"] = ratios
+    ok &= far
+    return Claim("kappa", statement, bool(ok), ev, SOURCE + ", §5.2, Figs. 2-3")
+
+
+def claim_mc(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    statement = ("The Monte Carlo estimate of E|<J, delta>|^2 agrees with the identity "
+                 "eps^2 ||J||_F^2 / (d+2) (within 4 standard errors)")
+    f = finals(df)
+    if "mc_stability" not in f.columns or f["mc_stability"].isna().all():
+        return Claim("mc-identity", statement, False, {"reason": "no grid point had a Monte Carlo estimate"},
+                     SOURCE + ", Def. 1")
+    m = f.dropna(subset=["mc_stability"])
+    z = ((m["mc_stability"] - m["mc_exact"]) / m["mc_stderr"]).to_numpy(float)
+    ev = {"point": {"init": str(m["init"].iloc[0]), "depth": int(m["depth"].iloc[0]),
+                    "width": int(m["width"].iloc[0])},
+          "per_seed": [{"seed": int(r.seed), "mc": _r(r.mc_stability), "stderr": _r(r.mc_stderr),
+                        "exact": _r(r.mc_exact), "z": _r(zz, 3)} for r, zz in zip(m.itertuples(), z)],
+          "draws": int(m["mc_samples"].iloc[0]), "points": int(m["mc_points"].iloc[0])}
+    return Claim("mc-identity", statement, bool(np.all(np.abs(z) <= 4)), ev, SOURCE + ", Def. 1")
+
+
+def claims(df: pd.DataFrame, ctx: Context) -> list[Claim]:
+    return [claim_width(df, ctx), claim_depth(df, ctx), claim_nonlazy(df, ctx), claim_kappa(df, ctx),
+            claim_mc(df, ctx)]
+
+
+# ---------------------------------------------------------------------------------------
+# figures
+
+def _acc_panel(ax, sub: pd.DataFrame, x: str, color, label: str | None = None) -> None:
+    mean_band(ax, sub, x, "train_acc", color=color, label=label, marker="o")
+    mean_band(ax, sub, x, "test_acc", color=color, ls="--", marker="x")
+
+
+def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    out: list[Figure] = []
+    f = finals(df)
+    if f.empty:
+        return out
+    inits = [i for i in INITS if i in set(f["init"])]
+
+    # (1) stability against width, one panel per init, one line per depth; accuracy below
+    fig, axes = subplots(2, len(inits), panel=(3.2, 2.5), squeeze=False)
+    for j, init in enumerate(inits):
+        fi = f[f["init"] == init]
+        for n, (L, sub) in enumerate(fi.groupby("depth")):
+            if sub["width"].nunique() < 2:
+                continue
+            col = COLORS[n % len(COLORS)]
+            mean_band(axes[0, j], sub, "width", "stability", color=col, label=f"L={L}")
+            _acc_panel(axes[1, j], sub, "width", col, f"L={L}")
+        n_train = int(fi["n_train"].iloc[0])
+        for ax in axes[:, j]:
+            ax.axvline(n_train, color="0.5", lw=0.8, ls=":")
+        log_axes(axes[0, j])
+        log_axes(axes[1, j], y=False)
+        axes[0, j].set_title(f"init = {init}")
+        axes[1, j].set_xlabel("width m")
+        axes[1, j].set_ylim(0, 1.02)
+    axes[0, 0].set_ylabel("stability P(f, ε)")
+    axes[1, 0].set_ylabel("accuracy (train —, test --)")
+    axes[0, -1].legend()
+    label_panels(axes)
+    save(fig, ctx.figdir / "stability_vs_width.png")
+    out.append(Figure("figures/stability_vs_width.png", "Stability against width",
+                      "Top: perturbation stability after training (mean over seeds = Def. 1, band ±1 std of "
+                      "the per-seed Def. 3), log–log, one panel per initialisation and one line per depth; "
+                      "the dotted line marks the number of training points. Claim 1 expects a rise then a "
+                      "fall for He and LeCun. Bottom: training (solid) and test (dashed) accuracy of the same "
+                      "networks — a low stability with a low accuracy is an untrained network, not a robust one."))
+
+    # (2) stability against depth, one panel per init, one line per width with >= 2 depths
+    fig, axes = subplots(2, len(inits), panel=(3.2, 2.5), squeeze=False)
+    for j, init in enumerate(inits):
+        fi = f[f["init"] == init]
+        n = 0
+        for m, sub in fi.groupby("width"):
+            if sub["depth"].nunique() < 2:
+                continue
+            col = COLORS[n % len(COLORS)]
+            n += 1
+            mean_band(axes[0, j], sub, "depth", "stability", color=col, label=f"m={m}")
+            mean_band(axes[0, j], sub, "depth", "stability_init", color=col, ls=":", marker="")
+            _acc_panel(axes[1, j], sub, "depth", col)
+        axes[0, j].set_yscale("log")
+        axes[0, j].set_title(f"init = {init}")
+        axes[1, j].set_xlabel("depth L")
+        axes[1, j].set_ylim(0, 1.02)
+        if n:
+            axes[0, j].legend()
+    axes[0, 0].set_ylabel("stability P(f, ε)")
+    axes[1, 0].set_ylabel("accuracy (train —, test --)")
+    label_panels(axes)
+    save(fig, ctx.figdir / "stability_vs_depth.png")
+    out.append(Figure("figures/stability_vs_depth.png", "Stability against depth",
+                      "Top: stability after training (solid, mean ± std over seeds) and at initialisation "
+                      "(dotted) against depth, one line per width. Claim 2 expects LeCun to fall and He/NTK "
+                      "to rise with depth. Bottom: the accuracies of the same networks."))
+
+    # (3) lazy (He) vs non-lazy two-layer networks against width
+    two = f[(f["depth"] == 2) & f["init"].isin(["he", "small"])]
+    if two["init"].nunique() == 2:
+        fig, axes = subplots(1, 2, panel=(3.4, 2.6))
+        for n, (init, sub) in enumerate(two.groupby("init")):
+            label = "lazy (He)" if init == "he" else f"non-lazy (small, γ={sub['gamma'].iloc[0]:g})"
+            mean_band(axes[0], sub, "width", "stability", color=COLORS[n], label=label)
+            _acc_panel(axes[1], sub, "width", COLORS[n], label)
+        log_axes(axes[0])
+        log_axes(axes[1], y=False)
+        axes[0].set_xlabel("width m")
+        axes[1].set_xlabel("width m")
+        axes[0].set_ylabel("stability P(f, ε)")
+        axes[1].set_ylabel("accuracy (train —, test --)")
+        axes[1].set_ylim(0, 1.02)
+        axes[0].legend()
+        label_panels(axes)
+        save(fig, ctx.figdir / "lazy_vs_nonlazy.png")
+        out.append(Figure("figures/lazy_vs_nonlazy.png", "Lazy vs non-lazy two-layer networks",
+                          "(a) Stability against width for He (lazy) and the small initialisation (non-lazy), "
+                          "depth 2, mean ± std over seeds. Claim 3 expects the non-lazy curve to fall at every "
+                          "width and to lie below He. (b) Their training (solid) and test (dashed) accuracy."))
+
+    # (4) kappa against epochs and against width
+    ep = df[(df.get("kind") == "epoch") & (df["depth"] == 2) & df["init"].isin(["he", "small"])]
+    if len(ep):
+        fig, axes = subplots(1, 2, panel=(3.4, 2.6))
+        n = 0
+        for (init, m), sub in ep.groupby(["init", "width"]):
+            ls = "-" if init == "he" else "--"
+            mean_band(axes[0], sub, "epoch", "kappa", color=COLORS[n % len(COLORS)], ls=ls, marker="",
+                      label=f"{init}, m={m}")
+            n += 1
+        axes[0].set_yscale("log")
+        axes[0].set_xlabel("epoch t")
+        axes[0].set_ylabel("κ(t) = ‖θ(t) − θ(0)‖ / ‖θ(0)‖")
+        axes[0].legend(ncol=2, fontsize=6)
+        for n, (init, sub) in enumerate(two.groupby("init")):
+            mean_band(axes[1], sub, "width", "kappa", color=COLORS[n], label=init)
+        log_axes(axes[1])
+        axes[1].set_xlabel("width m")
+        axes[1].set_ylabel("final κ")
+        axes[1].legend()
+        label_panels(axes)
+        save(fig, ctx.figdir / "kappa.png")
+        out.append(Figure("figures/kappa.png", "Lazy-training ratio κ",
+                          "(a) κ(t) per epoch for He (solid) and the non-lazy init (dashed), depth 2, mean ± std "
+                          "over seeds. (b) The final κ against width. Claim 4 expects He nearly flat in time and "
+                          "falling with width, the non-lazy init growing and an order of magnitude larger."))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# presets
+
+_POW2 = [2**i for i in range(12)]  # 1 … 2048
+
+QUICK_BASE = {"size": 14, "n_train": 300, "n_test": 500, "epochs": 40, "batch_size": 32, "decay_start": 30,
+              "lr_step": 5, "mc_width": 128}
+QUICK_GRID = (
+    # width sweeps (claim 1), He and LeCun, depth 2 to 7x the training set, depth 3 to 2x
+    {"init": ["he", "lecun"], "depth": [2], "width": _POW2},
+    {"init": ["he", "lecun"], "depth": [3], "width": _POW2[:10]},
+    # depth sweeps (claim 2) for the three lazy inits
+    {"init": ["lecun", "he", "ntk"], "depth": [2, 3, 4, 6], "width": [128]},
+    # the non-lazy two-layer network (claims 3 and 4)
+    {"init": ["small"], "depth": [2], "width": [16, 64, 256, 1024, 2048]},
+)
+
+PAPER_BASE = {"n_train": 0, "n_test": 1000, "epochs": 50, "batch_size": 64, "decay_start": 30, "lr_step": 10,
+              "mc_width": 1024, "mc_samples": 500}
+PAPER_GRID = (
+    {"init": ["he", "lecun", "ntk"], "depth": [2], "width": [2**i for i in range(15)]},
+    {"init": ["he", "lecun", "ntk"], "depth": [4, 6, 8], "width": [2**i for i in range(13)]},
+    {"init": ["small"], "depth": [2], "width": [2**i for i in range(4, 15)]},
+)
+
+STUDY = Study(
+    name="width-depth-init",
+    title="Width, depth and initialisation: perturbation stability of trained ReLU networks",
+    source=SOURCE,
+    summary=("Trains depth-L width-m ReLU networks (LeCun, He, NTK and a small non-lazy initialisation) as "
+             "ensembles over seeds with SGD and step decay, records kappa(t) every epoch, and measures the "
+             "perturbation stability E|<grad f, delta>|^2 (exact identity, Monte Carlo at one point) beside "
+             "train and test accuracy, across widths from under to well over the training-set size."),
+    config=WidthDepthInitConfig,
+    presets={
+        "quick": Preset(QUICK_BASE, QUICK_GRID, n_seeds=3,
+                        description="mnist5k 14x14, 300 training points, widths 1-2048, depths 2-6, 40 epochs, "
+                                    "3 seeds (~1.5 min on 2 cores)"),
+        "paper": Preset(PAPER_BASE, PAPER_GRID, n_seeds=5,
+                        description="mnist5k 28x28 (4000 training points), widths 1-16384, depths 2-8, 50 epochs "
+                                    "with step decay, 5 seeds (hours; GPU advised)"),
+    },
+    run_points=run_points,
+    claims=claims,
+    figures=figures,
+    ensemble=True,
+)

@@ -1,0 +1,217 @@
+"""Supervised SGD for ensemble models, with the lazy-training ratio recorded every epoch.
+
+One call trains ``E`` independent copies at once: the model maps ``(E, N, ...) -> (E, N, k)``,
+every copy draws its own minibatch order from its own generator, and the loss is the *sum*
+over copies of each copy's batch mean, so each copy receives exactly the gradient it would
+get trained alone (Seed 002, §5.1: SGD, cross-entropy, step decay of the learning rate).
+
+Losses (``reduction="none"`` per sample, then a mean per copy):
+
+* ``ce``  — softmax cross-entropy over ``k`` logits, integer labels ``0..k-1``;
+* ``mse`` — ``½ (f(x) − y)²`` for a single output ``k = 1`` and labels ``±1`` (Seed 002, Thm 3).
+
+Probe, after every epoch and per copy ``e``, the lazy-training ratio (Seed 002, §5.2)::
+
+    κ_e(t) = ‖θ_e(t) − θ_e(0)‖₂ / ‖θ_e(0)‖₂            (whole network)
+    κ_{e,l}(t) = ‖W_{e,l}(t) − W_{e,l}(0)‖_F / ‖W_{e,l}(0)‖_F   (layer l)
+
+computed from the stacked ``(E, ...)`` parameters directly (one reduction per layer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import ConfigError
+
+__all__ = ["SGDSpec", "TrainLog", "train_supervised", "evaluate", "lazy_ratios", "member_loss"]
+
+LOSSES = ("ce", "mse")
+
+
+@dataclasses.dataclass(frozen=True)
+class SGDSpec:
+    """Minibatch SGD (heavy-ball momentum) with a step-decay schedule.
+
+    The rate is ``lr`` until epoch ``decay_start`` (0-based; 0 = never decay), then it is
+    multiplied by ``lr_gamma`` at ``decay_start`` and every ``lr_step`` epochs after it
+    (``lr_step = 0``: a single decay). ``stop_loss > 0`` freezes a copy once its training
+    loss (a full pass at the end of an epoch) falls to ``stop_loss`` or below, so that
+    copies can be compared at equal training loss instead of equal time.
+    """
+
+    epochs: int
+    lr: float
+    batch_size: int = 64
+    momentum: float = 0.0
+    decay_start: int = 0
+    lr_step: int = 0
+    lr_gamma: float = 0.1
+    loss: str = "ce"
+    stop_loss: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            raise ConfigError("epochs", self.epochs, "a value >= 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ConfigError("lr", self.lr, "a finite value > 0")
+        if self.batch_size < 1:
+            raise ConfigError("batch_size", self.batch_size, "a value >= 1")
+        if not 0 <= self.momentum < 1:
+            raise ConfigError("momentum", self.momentum, "a value >= 0 and < 1")
+        if self.decay_start < 0:
+            raise ConfigError("decay_start", self.decay_start, "a value >= 0")
+        if self.lr_step < 0:
+            raise ConfigError("lr_step", self.lr_step, "a value >= 0")
+        if not 0 < self.lr_gamma <= 1:
+            raise ConfigError("lr_gamma", self.lr_gamma, "a value > 0 and <= 1")
+        if self.loss not in LOSSES:
+            raise ConfigError("loss", self.loss, "one of " + ", ".join(LOSSES))
+        if not (self.stop_loss >= 0 and math.isfinite(self.stop_loss)):
+            raise ConfigError("stop_loss", self.stop_loss, "a finite value >= 0 (0: never stop early)")
+
+    def lr_at(self, epoch: int) -> float:
+        """The rate used during epoch ``epoch`` (0-based)."""
+        if not self.decay_start or epoch < self.decay_start:
+            return self.lr
+        n = 1 + ((epoch - self.decay_start) // self.lr_step if self.lr_step else 0)
+        return self.lr * self.lr_gamma**n
+
+
+@dataclasses.dataclass
+class TrainLog:
+    """Per-epoch traces, each with a leading copy dimension ``E``.
+
+    ``loss``/``acc`` are running averages over the epoch's minibatches (before each update);
+    ``kappa`` is ``κ(t)`` at the end of epoch ``t`` and ``kappa_layers`` its per-layer split;
+    ``stopped`` is the number of epochs a copy trained (``epochs`` unless ``stop_loss`` hit).
+    """
+
+    loss: torch.Tensor  # (E, T)
+    acc: torch.Tensor  # (E, T)
+    kappa: torch.Tensor  # (E, T)
+    kappa_layers: torch.Tensor  # (E, T, L)
+    lr: list[float]  # (T,)
+    steps: int
+    finite: torch.Tensor  # (E,) bool: the copy's loss stayed finite throughout
+    stopped: torch.Tensor  # (E,) int
+
+
+def member_loss(out: torch.Tensor, y: torch.Tensor, loss: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-sample loss and correctness, both ``(E, N)``, of outputs ``(E, N, k)``."""
+    E, N, k = out.shape
+    if loss == "ce":
+        per = F.cross_entropy(out.reshape(E * N, k), y.reshape(E * N), reduction="none").reshape(E, N)
+        correct = out.argmax(-1) == y
+    elif loss == "mse":
+        if k != 1:
+            raise ValueError(f"the squared loss needs a single output, got k={k}")
+        f = out[..., 0]
+        per = 0.5 * (f - y) ** 2
+        correct = torch.sign(f) == y
+    else:
+        raise ConfigError("loss", loss, "one of " + ", ".join(LOSSES))
+    return per, correct
+
+
+def lazy_ratios(params: Sequence[torch.Tensor], init: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``κ`` per copy ``(E,)`` and per copy and layer ``(E, L)`` from stacked parameters."""
+    diff2 = torch.stack([(p - p0).flatten(1).pow(2).sum(1) for p, p0 in zip(params, init)], 1)  # (E, L)
+    base2 = torch.stack([p0.flatten(1).pow(2).sum(1) for p0 in init], 1)  # (E, L)
+    whole = diff2.sum(1).sqrt() / base2.sum(1).sqrt()
+    return whole, diff2.sqrt() / base2.sqrt()
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, *, E: int,
+             batch: int = 2048) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean loss and accuracy per copy ``(E,)`` on shared data ``x: (N, ...)``, ``y: (N,)``."""
+    was = model.training
+    model.eval()
+    tot_loss = torch.zeros(E, dtype=torch.float64, device=x.device)
+    tot_acc = torch.zeros(E, dtype=torch.float64, device=x.device)
+    for i in range(0, len(x), batch):
+        xb = x[i:i + batch]
+        out = model(xb.unsqueeze(0).expand(E, *xb.shape))
+        per, correct = member_loss(out, y[i:i + batch].unsqueeze(0).expand(E, -1), loss)
+        tot_loss += per.double().sum(1)
+        tot_acc += correct.double().sum(1)
+    model.train(was)
+    return (tot_loss / len(x)).to(x.dtype), (tot_acc / len(x)).to(x.dtype)
+
+
+def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec, *,
+                     generators: Sequence[torch.Generator]) -> TrainLog:
+    """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
+
+    ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
+    ±1 floats for ``mse``). Copy ``e`` visits the data in the order drawn from
+    ``generators[e]`` (CPU generators: the same bits on every device). Parameters must all
+    carry the leading ``E`` (as :class:`~robustlab.models.DeepMLP`). The update is
+    ``b ← μ b + g``, ``θ ← θ − lr · active_e · b`` (PyTorch's SGD without dampening), with
+    ``active_e = 0`` once copy ``e`` reached ``stop_loss``.
+    """
+    E = len(generators)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params or any(p.shape[0] != E for p in params):
+        raise ValueError(f"every trainable parameter needs a leading ensemble dimension E={E}")
+    dev = params[0].device
+    init = [p.detach().clone() for p in params]
+    bufs = [torch.zeros_like(p) for p in params] if spec.momentum else None
+    active = torch.ones(E, dtype=params[0].dtype, device=dev)
+    masks = [active.view(E, *([1] * (p.ndim - 1))) for p in params]  # views: follow `active`
+    N, B = len(x), min(spec.batch_size, len(x))
+    T, L = spec.epochs, len(params)
+    loss_t = torch.full((E, T), float("nan"), dtype=torch.float64)
+    acc_t = torch.full((E, T), float("nan"), dtype=torch.float64)
+    kappa_t = torch.zeros(E, T, dtype=torch.float64)
+    kappa_l = torch.zeros(E, T, L, dtype=torch.float64)
+    finite = torch.ones(E, dtype=torch.bool)
+    stopped = torch.full((E,), T, dtype=torch.int64)
+    lrs: list[float] = []
+    steps = 0
+    model.train()
+    for t in range(T):
+        lr = spec.lr_at(t)
+        lrs.append(lr)
+        perm = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(x.device)  # (E, N)
+        run_loss = torch.zeros(E, dtype=torch.float64, device=x.device)
+        run_acc = torch.zeros(E, dtype=torch.float64, device=x.device)
+        for i in range(0, N, B):
+            idx = perm[:, i:i + B]  # (E, b): each copy its own minibatch
+            out = model(x[idx])  # (E, b, k)
+            per, correct = member_loss(out, y[idx], spec.loss)
+            # copies are independent: the gradient of the sum splits into each copy's own
+            grads = torch.autograd.grad(per.mean(1).sum(), params)
+            with torch.no_grad():
+                for j, (p, g) in enumerate(zip(params, grads)):
+                    if bufs is not None:
+                        g = bufs[j].mul_(spec.momentum).add_(g)
+                    p.sub_(g * masks[j], alpha=lr)
+            steps += 1
+            run_loss += per.detach().double().sum(1)
+            run_acc += correct.double().sum(1)
+        loss_t[:, t] = (run_loss / N).cpu()
+        acc_t[:, t] = (run_acc / N).cpu()
+        finite &= torch.isfinite(loss_t[:, t])
+        with torch.no_grad():
+            whole, layers = lazy_ratios(params, init)
+        kappa_t[:, t], kappa_l[:, t] = whole.double().cpu(), layers.double().cpu()
+        if not finite.any():  # every copy diverged: nothing left to learn
+            break
+        if spec.stop_loss > 0:
+            full, _ = evaluate(model, x, y, spec.loss, E=E)
+            newly = (full.cpu() <= spec.stop_loss) & (active.cpu() > 0)
+            stopped[newly] = t + 1
+            active[newly.to(dev)] = 0.0
+            if not active.any():
+                kappa_t[:, t + 1:] = kappa_t[:, t:t + 1]
+                kappa_l[:, t + 1:] = kappa_l[:, t:t + 1]
+                break
+    return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped)

@@ -1,0 +1,387 @@
+"""Invariants of every attack (property-based), closed forms in float64, and the mechanics
+the base class promises (eval mode, frozen parameters, no mutation, bounds, warnings)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from robustlab.attacks import (
+    FGSM,
+    L2,
+    PGD,
+    Attack,
+    EvaluationWarning,
+    FeatureDirection,
+    GradientStep,
+    Linf,
+    correct,
+    get_loss,
+    min_flip_along_gradient,
+    per_sample_norm,
+    reset_warnings,
+    uniform_ball_l2,
+)
+from robustlab.config import ConfigError
+
+KINDS = ["fgsm", "step", "pgd", "pgd_restarts", "pgd_early"]
+
+
+def make_attack(kind: str, threat) -> Attack:
+    eps = threat.eps
+    if kind == "fgsm":
+        return FGSM(threat)
+    if kind == "step":
+        return GradientStep(threat, step=3.0)
+    if kind == "pgd":
+        return PGD(threat, steps=4, step_size=max(eps, 1e-3) / 3)
+    if kind == "pgd_early":
+        return PGD(threat, steps=4, step_size=max(eps, 1e-3) / 3, early_stop=True)
+    return PGD(threat, steps=3, step_size=max(eps, 1e-3) / 3, random_start=True, restarts=3)
+
+
+def small_model(seed: int, d: int, k: int) -> nn.Module:
+    """A random smooth MLP in float64; ``k = 1`` gives a binary scalar model."""
+    g = torch.Generator().manual_seed(seed)
+    model = nn.Sequential(nn.Linear(d, 7), nn.Tanh(), nn.Linear(7, k)).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64))
+    if k == 1:
+        return nn.Sequential(model, nn.Flatten(0))  # (N, 1) -> (N,)
+    return model
+
+
+def make_labels(g: torch.Generator, n: int, k: int) -> torch.Tensor:
+    if k == 1:
+        return torch.randint(0, 2, (n,), generator=g).double() * 2 - 1
+    return torch.randint(0, k, (n,), generator=g)
+
+
+case = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(KINDS),
+        "norm": st.sampled_from(["linf", "l2"]),
+        "box": st.booleans(),
+        "eps": st.one_of(st.just(0.0), st.floats(1e-3, 2.0)),
+        "n": st.integers(1, 5),
+        "d": st.integers(1, 6),
+        "k": st.sampled_from([1, 2, 4]),
+        "seed": st.integers(0, 2**31 - 1),
+        "patch": st.booleans(),
+    }
+)
+
+
+def build(c):
+    g = torch.Generator().manual_seed(c["seed"])
+    shape = (c["n"], 2, c["d"]) if c["patch"] else (c["n"], c["d"])
+    body = small_model(c["seed"], math.prod(shape[1:]), c["k"])
+    model = nn.Sequential(nn.Flatten(), body) if c["patch"] else body
+    x = torch.rand(shape, generator=g, dtype=torch.float64)
+    if not c["box"]:
+        x = 3 * (x - 0.5)
+    y = make_labels(g, c["n"], c["k"])
+    threat = (Linf if c["norm"] == "linf" else L2)(c["eps"])
+    bounds = (0.0, 1.0) if c["box"] else None
+    return model, x, y, threat, bounds
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case)
+def test_attack_invariants(c):
+    model, x, y, threat, bounds = build(c)
+    attack = make_attack(c["kind"], threat)
+    x0, y0 = x.clone(), y.clone()
+    params0 = [p.detach().clone() for p in model.parameters()]
+    model.train()
+    gen = torch.Generator().manual_seed(1)
+    x_adv = attack(model, x, y, bounds=bounds, generator=gen)
+
+    assert x_adv.shape == x.shape and x_adv.dtype == x.dtype
+    # inside the ball (to 1e-6 relative) and the box
+    assert bool((threat.norm(x_adv - x) <= threat.eps * (1 + 1e-6) + 1e-12).all())
+    if bounds is not None:
+        assert bool(((x_adv >= 0) & (x_adv <= 1)).all())
+    if threat.eps == 0:
+        assert torch.equal(x_adv, x)
+    # nothing mutated; mode and requires_grad restored; no parameter gradients
+    assert torch.equal(x, x0) and torch.equal(y, y0)
+    assert model.training
+    for p, p0 in zip(model.parameters(), params0):
+        assert torch.equal(p, p0) and p.requires_grad and p.grad is None
+    # same seed, same output
+    again = attack(model, x, y, bounds=bounds, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(again, x_adv)
+    # a batch equals its samples attacked one by one (deterministic attacks)
+    if c["kind"] != "pgd_restarts":
+        ones = torch.cat([attack(model, x[i : i + 1], y[i : i + 1], bounds=bounds) for i in range(len(x))])
+        torch.testing.assert_close(ones, x_adv, rtol=0, atol=1e-9)
+
+
+def test_restarts_never_weaker_than_first_restart():
+    """With random starts a batch and single points draw different noise, so instead: the
+    per-sample worst case over R restarts is never weaker than restart 1 alone (on CPU the
+    uniform draws of restart 1 are a prefix of the larger draw)."""
+    model, x, y, _, _ = build(dict(n=6, d=5, k=3, seed=3, box=True, patch=False, eps=0.3, norm="linf", kind="pgd"))
+    one = PGD(Linf(0.3), steps=5, step_size=0.1, random_start=True, restarts=1)
+    many = PGD(Linf(0.3), steps=5, step_size=0.1, random_start=True, restarts=4)
+    for s in range(5):
+        a1 = one(model, x, y, generator=torch.Generator().manual_seed(s))
+        aR = many(model, x, y, generator=torch.Generator().manual_seed(s))
+        assert bool((_key(model, aR, y) >= _key(model, a1, y) - 1e-12).all())
+
+
+def _key(model, x_adv, y):
+    with torch.no_grad():
+        out = model(x_adv)
+        return (~correct(out, y)).double() * 1e6 + get_loss("ce")(out, y)
+
+
+@pytest.mark.parametrize("threat", [Linf(0.2), L2(0.5)])
+def test_pgd_keeps_worst_iterate(threat):
+    """Iterates of a longer run extend a shorter run; the kept worst case never gets better
+    for the model with more steps, even with an oscillating (too large) step size."""
+    model, x, y, _, _ = build(dict(n=8, d=6, k=4, seed=11, box=True, patch=False, eps=0.2, norm="linf", kind="pgd"))
+    prev = None
+    for steps in (1, 2, 5, 10):
+        x_adv = PGD(threat, steps=steps, step_size=threat.eps * 1.5)(model, x, y)
+        k = _key(model, x_adv, y)
+        if prev is not None:
+            assert bool((k >= prev - 1e-12).all())
+        prev = k
+
+
+# --- closed forms (float64) ---------------------------------------------------------
+
+
+def linear_binary(d: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    lin = nn.Linear(d, 1).double()
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(1, d, generator=g, dtype=torch.float64))
+        lin.bias.fill_(0.3)
+    x = torch.randn(20, d, generator=g, dtype=torch.float64)
+    model = nn.Sequential(lin, nn.Flatten(0))
+    y = torch.sign(model(x)).detach()
+    return model, lin.weight.detach()[0], x, y
+
+
+@pytest.mark.parametrize("loss", ["ce", "logistic", "margin"])
+@pytest.mark.parametrize("norm", ["linf", "l2"])
+def test_fgsm_linear_margin_drop(norm, loss):
+    model, w, x, y = linear_binary(10)
+    eps = 0.37
+    threat = Linf(eps) if norm == "linf" else L2(eps)
+    x_adv = FGSM(threat, loss=loss)(model, x, y, bounds=None)
+    with torch.no_grad():
+        drop = y * model(x) - y * model(x_adv)
+    expected = eps * (w.abs().sum() if norm == "linf" else w.norm())
+    torch.testing.assert_close(drop, expected.expand_as(drop), rtol=1e-12, atol=1e-12)
+
+
+def test_fgsm_linear_multiclass_margin_drop():
+    """k = 2 logits z = W x: the margin z_y - z_other falls by ε‖w_y − w_other‖₁."""
+    g = torch.Generator().manual_seed(5)
+    lin = nn.Linear(6, 2, bias=False).double()
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(2, 6, generator=g, dtype=torch.float64))
+    x = torch.randn(15, 6, generator=g, dtype=torch.float64)
+    y = lin(x).argmax(1).detach()
+    x_adv = FGSM(Linf(0.1))(lin, x, y, bounds=None)
+    W = lin.weight.detach()
+    diff = (W[y] - W[1 - y]).abs().sum(1)
+    with torch.no_grad():
+        m0 = (lin(x).gather(1, y[:, None]) - lin(x).gather(1, 1 - y[:, None])).squeeze(1)
+        m1 = (lin(x_adv).gather(1, y[:, None]) - lin(x_adv).gather(1, 1 - y[:, None])).squeeze(1)
+    torch.testing.assert_close(m0 - m1, 0.1 * diff, rtol=1e-12, atol=1e-12)
+
+
+def test_gradient_step_is_clipped_ascent():
+    """Seed 000's step: x + clip(η̃ ∇ₓL) with the clip elementwise to ±ε."""
+    model, w, x, y = linear_binary(8)
+    eps, step = 0.05, 2.0
+    x_adv = GradientStep(Linf(eps), step=step, loss="logistic")(model, x, y, bounds=None)
+    xg = x.clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(get_loss("logistic")(model(xg), y).sum(), xg)
+    torch.testing.assert_close(x_adv, x + (step * g).clamp(-eps, eps), rtol=0, atol=1e-15)
+
+
+def test_min_flip_linear_closed_form():
+    model, w, x, y = linear_binary(12, seed=2)
+    with torch.no_grad():
+        f = model(x)
+    r = min_flip_along_gradient(model, x, y)
+    exact = f.abs() / w.norm()
+    assert bool(r.flipped.all()) and bool(r.correct.all())
+    assert bool((r.delta_norm >= exact - 1e-12).all()) and bool((r.delta_norm <= exact + 1e-4).all())
+    torch.testing.assert_close(r.grad_norm, w.norm().expand(len(x)))
+    torch.testing.assert_close(r.eta, r.delta_norm / w.norm())
+
+
+def test_min_flip_flags_misclassified_and_capped():
+    model, w, x, y = linear_binary(12, seed=2)
+    y_bad = y.clone()
+    y_bad[:5] = -y_bad[:5]
+    r = min_flip_along_gradient(model, x, y_bad)
+    assert bool(r.delta_norm[:5].isnan().all()) and bool(r.eta[:5].isnan().all())
+    assert bool(r.grad_norm[:5].isnan().all()) and not bool(r.correct[:5].any())
+    assert not bool(r.delta_norm[5:].isnan().any())
+    with torch.no_grad():
+        exact = model(x).abs() / w.norm()
+    srt = exact.sort().values
+    cap = float(srt[9] + srt[10]) / 2  # away from any point's exact value
+    r = min_flip_along_gradient(model, x, cap=cap)
+    assert bool((r.flipped == (exact <= cap)).all())
+    assert bool(r.delta_norm[exact > cap].isnan().all())
+
+
+def test_min_flip_finds_first_crossing():
+    """f(x) = cos(10 (x₀ + 0.1)) + 0.5 − 0.1 x₁: negative on t ∈ [0.109, 0.319] along the
+    gradient, positive again after; the first crossing is wanted."""
+
+    class Wave(nn.Module):
+        def forward(self, x):
+            return torch.cos(10 * (x[:, 0] + 0.1)) + 0.5 - 0.1 * x[:, 1]
+
+    x = torch.zeros(3, 2, dtype=torch.float64)
+    r = min_flip_along_gradient(Wave(), x)
+    # along u = g/|g| direction (mostly +x0); solve exactly by a fine scan in float64
+    xg = x[:1].clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(Wave()(xg).sum(), xg)
+    u = g / g.norm()
+    u = -u  # f > 0, move against the gradient
+    ts = torch.arange(0, 1, 1e-6, dtype=torch.float64)
+    first = ts[(Wave()(x[:1] + ts[:, None] * u) <= 0).nonzero()[0, 0]]
+    assert abs(float(r.delta_norm[0]) - float(first)) < 1e-4
+
+
+def test_min_flip_matches_reference_scan_on_mlp():
+    """The authors' scan (0.001 steps, one point at a time) and the bisection agree to 1e-3."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1), nn.Flatten(0)).double()
+    x = torch.nn.functional.normalize(torch.randn(12, 10, dtype=torch.float64), dim=1)
+    r = min_flip_along_gradient(model, x)
+    for i in range(len(x)):
+        xi = x[i : i + 1].clone().requires_grad_(True)
+        f = model(xi)
+        (g,) = torch.autograd.grad(f.sum(), xi)
+        u = -torch.sign(f.detach()) * g / g.norm()
+        t, s0 = 0.0, torch.sign(f.detach())
+        with torch.no_grad():
+            while t < 2.0 and torch.sign(model(x[i : i + 1] + t * u)) == s0:
+                t += 1e-3
+        if t < 2.0:
+            assert abs(float(r.delta_norm[i]) - t) <= 1e-3 + 1e-9
+        else:
+            assert not bool(r.flipped[i])
+
+
+def test_min_flip_rejects_multiclass():
+    with pytest.raises(ValueError, match="binary"):
+        min_flip_along_gradient(nn.Linear(3, 4), torch.rand(2, 3))
+
+
+# --- feature-direction attack ---------------------------------------------------------
+
+
+def test_feature_direction_patches_and_flat():
+    k, P, d = 3, 5, 8
+    V = torch.eye(d)[k : 2 * k]  # v_j = e_{k+j}
+    x = torch.randn(4, P, d)
+    y = torch.tensor([0, 1, 2, 1])
+    mask = torch.zeros(4, P, dtype=torch.bool)
+    mask[:, 1:] = True  # patch 0 is the robust one
+    model = nn.Sequential(nn.Flatten(), nn.Linear(P * d, k))
+    x_adv = FeatureDirection(0.5, V)(model, x, y, bounds=None, mask=mask)
+    expected = x.clone()
+    for n in range(4):
+        expected[n, 1:] -= 0.5 * V[y[n]]
+    torch.testing.assert_close(x_adv, expected)
+    x_all = FeatureDirection(0.5, V)(model, x, y, bounds=None)
+    torch.testing.assert_close(x_all, x - 0.5 * V[y][:, None, :])
+    xf = torch.randn(4, d)
+    torch.testing.assert_close(FeatureDirection(0.2, V)(nn.Linear(d, k), xf, y, bounds=None), xf - 0.2 * V[y])
+    # binary ±1 labels pick row 1 for +1 and row 0 for -1
+    yb = torch.tensor([1.0, -1.0, 1.0, -1.0])
+    out = FeatureDirection(0.2, V[:2])(nn.Linear(d, 1), xf, yb, bounds=None)
+    torch.testing.assert_close(out, xf - 0.2 * V[:2][(yb > 0).long()])
+
+
+# --- mechanics --------------------------------------------------------------------
+
+
+def test_parameter_grads_and_submodule_modes_untouched():
+    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.ReLU(), nn.Linear(8, 3))
+    model.train()
+    model[1].eval()  # a mixed state must come back exactly
+    frozen = model[0].bias
+    frozen.requires_grad_(False)
+    sentinel = torch.full_like(model[3].weight, 7.0)
+    model[3].weight.grad = sentinel.clone()
+    x, y = torch.rand(5, 4), torch.randint(0, 3, (5,))
+    PGD(Linf(0.1), steps=3, step_size=0.05)(model, x, y)
+    assert model.training and not model[1].training and model[3].training
+    assert torch.equal(model[3].weight.grad, sentinel) and model[0].weight.grad is None
+    assert not frozen.requires_grad and model[0].weight.requires_grad
+
+
+def test_bounds_are_checked_and_validation():
+    model = nn.Linear(3, 2)
+    with pytest.raises(ValueError, match="outside bounds"):
+        FGSM(Linf(0.1))(model, torch.randn(4, 3) * 5, torch.zeros(4, dtype=torch.long))
+    with pytest.raises(ConfigError):
+        Linf(-1.0)
+    with pytest.raises(ConfigError):
+        L2(float("nan"))
+    with pytest.raises(ConfigError):
+        PGD(Linf(0.1), steps=5, step_size=0.0)
+    with pytest.raises(ConfigError):
+        PGD(Linf(0.1), steps=5, step_size=0.1, restarts=3)  # restarts need random starts
+    with pytest.raises(ConfigError):
+        FGSM(Linf(0.1), loss="hinge")
+    with pytest.raises(ConfigError):
+        GradientStep(Linf(0.1), step=-1.0)
+
+
+def test_with_eps_scales_pgd_step():
+    a = PGD(L2(0.5), steps=10, step_size=0.1).with_eps(1.0)
+    assert a.threat == L2(1.0) and a.step_size == pytest.approx(0.2)
+    assert FGSM(Linf(0.1)).with_eps(0.3).threat == Linf(0.3)
+
+
+def test_warnings_fire_once():
+    reset_warnings()
+    probs = nn.Sequential(nn.Linear(4, 3), nn.Softmax(dim=1))
+    x, y = torch.rand(6, 4), torch.randint(0, 3, (6,))
+    with pytest.warns(EvaluationWarning, match="probabilities"):
+        FGSM(Linf(0.1))(probs, x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FGSM(Linf(0.1))(probs, x, y)  # second time: silent
+
+    class Detached(nn.Module):
+        def forward(self, x):
+            return torch.zeros(x.shape[0], 3) + x.sum() * 0
+
+    with pytest.warns(EvaluationWarning, match="zero"):
+        FGSM(Linf(0.1))(Detached(), x, y)
+    reset_warnings()
+
+
+def test_uniform_ball_draws():
+    g = torch.Generator().manual_seed(0)
+    like = torch.zeros(1, dtype=torch.float64)
+    d = 7
+    v = uniform_ball_l2((20000, d), 2.0, like, g)
+    r = per_sample_norm(v, 2)
+    assert float(r.max()) <= 2.0 + 1e-12
+    # radius CDF of the uniform ball: P(r <= s) = (s/ε)^d; E r² = ε² d/(d+2)
+    assert abs(float((r**2).mean()) - 4.0 * d / (d + 2)) < 0.03
+    assert abs(float((r <= 1.8).double().mean()) - 0.9**d) < 0.015

@@ -1,0 +1,215 @@
+"""Metrics: accuracy conventions, perturbation stability (exact identity and Monte Carlo,
+float64), lazy ratio and neuron distance, gradient norms and margins."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from robustlab.attacks import EvaluationWarning, FeatureDirection, reset_warnings
+from robustlab.metrics import (
+    MonteCarlo,
+    accuracy,
+    accuracy_vs_eps,
+    input_grad_norm,
+    jacobian_fro_sq,
+    lazy_ratio,
+    margins,
+    neuron_distance,
+    perturbation_stability,
+    robust_accuracy,
+)
+from robustlab.models import Flat
+
+
+def mlp(d=6, k=3, seed=0, act=nn.Tanh):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d, 16), act(), nn.Linear(16, k)).double().eval()
+
+
+def test_accuracy_binary_and_multiclass():
+    lin = nn.Sequential(nn.Linear(2, 1), nn.Flatten(0)).double()
+    with torch.no_grad():
+        lin[0].weight.copy_(torch.tensor([[1.0, 0.0]]))
+        lin[0].bias.zero_()
+    x = torch.tensor([[1.0, 0], [-1, 0], [2, 0], [0, 0]], dtype=torch.float64)
+    y = torch.tensor([1.0, 1.0, 1.0, -1.0], dtype=torch.float64)
+    # f = 0 counts as wrong (sign 0 matches no label)
+    assert accuracy(lin.eval(), x, y) == 0.5
+    torch.testing.assert_close(margins(lin, x, y), torch.tensor([1.0, -1, 2, 0], dtype=torch.float64))
+    m = mlp()
+    x = torch.randn(30, 6, dtype=torch.float64)
+    y = m(x).argmax(1)
+    assert accuracy(m, x, y) == 1.0
+    assert bool((margins(m, x, y) > 0).all())
+    assert accuracy(m, x, y, batch_size=7) == 1.0
+
+
+def test_train_mode_warns_once_and_is_restored():
+    reset_warnings()
+    m = mlp().train()
+    x, y = torch.randn(5, 6, dtype=torch.float64), torch.zeros(5, dtype=torch.long)
+    with pytest.warns(EvaluationWarning, match="train mode"):
+        accuracy(m, x, y)
+    assert m.training
+    reset_warnings()
+
+
+def test_robust_accuracy_feature_direction_with_mask():
+    """Seed 000's attack as a metric: a linear patch model that reads only v_y collapses
+    under δ_p = −ε v_y with ε larger than the feature's weight, but not when the mask
+    spares every non-robust patch."""
+    k, P, d = 2, 4, 4
+    V = torch.eye(d)[k:]
+    W = torch.zeros(k, P * d)
+    for j in range(k):
+        W[j] = V[j].repeat(P)  # sums <x_p, v_j> over patches
+    model = nn.Sequential(nn.Flatten(), nn.Linear(P * d, k, bias=False)).eval()
+    with torch.no_grad():
+        model[1].weight.copy_(W)
+    y = torch.tensor([0, 1, 0, 1])
+    x = 0.4 * V[y][:, None, :].repeat(1, P, 1)  # β = 0.4 on every patch
+    assert accuracy(model, x, y) == 1.0
+    attack = FeatureDirection(0.5, V)
+    assert robust_accuracy(model, x, y, attack, bounds=None) == 0.0
+    none = torch.zeros(4, P, dtype=torch.bool)
+    assert robust_accuracy(model, x, y, attack, bounds=None, mask=none) == 1.0
+    assert robust_accuracy(model, x, y, attack, bounds=None, mask=none, batch_size=3) == 1.0
+
+
+def test_accuracy_vs_eps_callable_and_cumulative():
+    from robustlab.attacks import FGSM, Linf
+
+    m = mlp()
+    x = torch.rand(40, 6, dtype=torch.float64)
+    y = m(x).argmax(1)
+    eps = [0.0, 0.1, 0.3, 1.0]
+    a = accuracy_vs_eps(m, x, y, lambda e: FGSM(Linf(e)), eps)
+    b = accuracy_vs_eps(m, x, y, FGSM(Linf(1.0)), eps)
+    assert a == b and a[0] == 1.0 and all(q <= p for p, q in zip(a, a[1:]))
+    with pytest.raises(ValueError, match="ascending"):
+        accuracy_vs_eps(m, x, y, FGSM(Linf(1.0)), [0.3, 0.1])
+
+
+def test_input_grad_norm_linear():
+    lin = nn.Sequential(nn.Linear(5, 1), nn.Flatten(0)).double()
+    w = lin[0].weight.detach()[0]
+    x = torch.randn(4, 5, dtype=torch.float64)
+    torch.testing.assert_close(input_grad_norm(lin, x), w.norm().expand(4))
+    torch.testing.assert_close(input_grad_norm(lin, x, p=math.inf), w.abs().max().expand(4))
+
+
+# --- perturbation stability --------------------------------------------------------
+
+
+def test_stability_exact_linear_closed_form():
+    """f = W x: J = W for every x, so P = ε² ‖W‖_F² / (d + 2)."""
+    d, k, eps = 9, 4, 0.7
+    lin = nn.Linear(d, k).double()
+    x = torch.randn(11, d, dtype=torch.float64)
+    W = lin.weight.detach()
+    expected = eps**2 * float(W.pow(2).sum()) / (d + 2)
+    assert perturbation_stability(lin, x, eps) == pytest.approx(expected, rel=1e-12)
+    torch.testing.assert_close(jacobian_fro_sq(lin, x), W.pow(2).sum().expand(11))
+    # binary scalar output and patch-shaped inputs (d = P·d_patch)
+    b = nn.Sequential(nn.Flatten(), nn.Linear(12, 1), nn.Flatten(0)).double()
+    xp = torch.randn(3, 3, 4, dtype=torch.float64)
+    wb = b[1].weight.detach()
+    assert perturbation_stability(b, xp, eps) == pytest.approx(eps**2 * float(wb.pow(2).sum()) / 14, rel=1e-12)
+
+
+def test_jacobian_matches_autograd_jacobian():
+    m = mlp(d=5, k=3, seed=1)
+    x = torch.randn(4, 5, dtype=torch.float64)
+    J = torch.autograd.functional.jacobian(m, x)  # (N, k, N, d)
+    per = torch.stack([J[n, :, n].pow(2).sum() for n in range(4)])
+    torch.testing.assert_close(jacobian_fro_sq(m, x), per)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_stability_monte_carlo_within_3_stderr(k):
+    m = mlp(d=6, k=k, seed=2)
+    x = torch.randn(16, 6, dtype=torch.float64)
+    exact = perturbation_stability(m, x, 0.5)
+    mc = perturbation_stability(m, x, 0.5, samples=4000, generator=torch.Generator().manual_seed(0))
+    assert isinstance(mc, MonteCarlo) and mc.stderr > 0
+    assert abs(mc.mean - exact) < 3 * mc.stderr, (mc, exact)
+    assert mc.stderr < 0.05 * exact  # the estimate is informative
+    # per sample, and deterministic given the generator
+    ps = perturbation_stability(m, x, 0.5, samples=4000, generator=torch.Generator().manual_seed(0), per_sample=True)
+    torch.testing.assert_close(ps.mean.mean(), torch.tensor(mc.mean, dtype=torch.float64))
+    ex = perturbation_stability(m, x, 0.5, per_sample=True)
+    z = (ps.mean - ex) / ps.stderr
+    assert float(z.abs().max()) < 4.5
+
+
+def test_stability_ensemble_is_mean_over_models_and_flat():
+    ms = [mlp(seed=s) for s in range(3)]
+    x = torch.randn(8, 6, dtype=torch.float64)
+    each = [perturbation_stability(m, x, 0.3) for m in ms]
+    assert perturbation_stability(ms, x, 0.3) == pytest.approx(sum(each) / 3, rel=1e-12)
+
+    class Stacked(nn.Module):  # an (E, N, d) -> (E, N, k) ensemble of the three MLPs
+        def forward(self, xe):
+            return torch.stack([m(xe[e]) for e, m in enumerate(ms)])
+
+    flat = Flat(Stacked(), 3)
+    per = perturbation_stability(flat, x.repeat(3, 1), 0.3, per_sample=True).view(3, 8)
+    torch.testing.assert_close(per.mean(1), torch.tensor(each, dtype=torch.float64))
+
+
+def test_stability_scales_with_eps_squared_and_validates():
+    m = mlp()
+    x = torch.randn(5, 6, dtype=torch.float64)
+    assert perturbation_stability(m, x, 1.0) == pytest.approx(4 * perturbation_stability(m, x, 0.5), rel=1e-12)
+    with pytest.raises(ValueError):
+        perturbation_stability(m, x, -1.0)
+    with pytest.raises(ValueError):
+        perturbation_stability(m, x, 1.0, samples=1)
+
+
+# --- lazy ratio / neuron distance -----------------------------------------------------
+
+
+def test_lazy_ratio_whole_and_per_layer():
+    m0 = mlp()
+    m = copy.deepcopy(m0)
+    with torch.no_grad():
+        m[0].weight.mul_(1.1)
+    theta0 = torch.cat([p.detach().flatten() for p in m0.parameters()])
+    expected = 0.1 * float(m0[0].weight.detach().norm()) / float(theta0.norm())
+    assert lazy_ratio(m, m0) == pytest.approx(expected, rel=1e-12)
+    per = lazy_ratio(m, m0, per_layer=True)
+    assert per["0.weight"] == pytest.approx(0.1, rel=1e-12) and per["2.bias"] == 0.0
+    assert lazy_ratio(m0, m0) == 0.0
+    # a fixed (non-trainable) layer does not dilute κ
+    m[2].weight.requires_grad_(False)
+    m[2].bias.requires_grad_(False)
+    m0_trainable = float(torch.cat([m0[0].weight.flatten(), m0[0].bias]).norm())
+    assert lazy_ratio(m, m0) == pytest.approx(0.1 * float(m0[0].weight.norm()) / m0_trainable, rel=1e-12)
+    assert lazy_ratio(m, m0, trainable_only=False) == pytest.approx(expected, rel=1e-12)
+
+
+def test_lazy_ratio_ensemble_and_neuron_distance():
+    g = torch.Generator().manual_seed(0)
+    W0 = torch.randn(4, 5, 3, generator=g, dtype=torch.float64)  # (E, m, d)
+    a0 = torch.randn(4, 5, generator=g, dtype=torch.float64)
+    step = torch.zeros_like(W0)
+    step[2, 1] = torch.tensor([3.0, 4.0, 0.0])
+    now, init = {"W": W0 + step, "a": a0}, {"W": W0, "a": a0}
+    r = lazy_ratio(now, init, ensemble=True)
+    assert r.shape == (4,)
+    norm0 = (W0.pow(2).sum((1, 2)) + a0.pow(2).sum(1)).sqrt()
+    torch.testing.assert_close(r.double(), torch.tensor([0, 0, 5, 0], dtype=torch.float64) / norm0, rtol=1e-6, atol=0)
+    per = lazy_ratio(now, init, ensemble=True, per_layer=True)
+    assert per["W"].shape == (4,) and float(per["a"].abs().max()) == 0.0
+    nd = neuron_distance(W0 + step, W0)
+    torch.testing.assert_close(nd, torch.tensor([0, 0, 5.0, 0], dtype=torch.float64))
+    assert neuron_distance(W0[2] + step[2], W0[2]) == pytest.approx(5.0)
+    assert neuron_distance(W0[2] + step[2], W0[2], per_neuron=True).shape == (5,)
+    with pytest.raises(ValueError):
+        neuron_distance(W0, W0[0])
