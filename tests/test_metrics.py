@@ -189,8 +189,8 @@ def test_lazy_ratio_whole_and_per_layer():
     # a fixed (non-trainable) layer does not dilute κ
     m[2].weight.requires_grad_(False)
     m[2].bias.requires_grad_(False)
-    m0_trainable = float(torch.cat([m0[0].weight.flatten(), m0[0].bias]).norm())
-    assert lazy_ratio(m, m0) == pytest.approx(0.1 * float(m0[0].weight.norm()) / m0_trainable, rel=1e-12)
+    m0_trainable = float(torch.cat([m0[0].weight.flatten(), m0[0].bias]).detach().norm())
+    assert lazy_ratio(m, m0) == pytest.approx(0.1 * float(m0[0].weight.detach().norm()) / m0_trainable, rel=1e-12)
     assert lazy_ratio(m, m0, trainable_only=False) == pytest.approx(expected, rel=1e-12)
 
 
@@ -213,3 +213,55 @@ def test_lazy_ratio_ensemble_and_neuron_distance():
     assert neuron_distance(W0[2] + step[2], W0[2], per_neuron=True).shape == (5,)
     with pytest.raises(ValueError):
         neuron_distance(W0, W0[0])
+
+
+class _Stack(nn.Module):
+    """An (E, N, ...) -> (E, N, k) ensemble built from separate members (test helper)."""
+
+    def __init__(self, members):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def forward(self, xe):
+        return torch.stack([m(xe[e]) for e, m in enumerate(self.members)])
+
+
+def test_monte_carlo_and_attacks_respect_flat_ensembles():
+    """Tiled batches (Monte Carlo draws, PGD restarts, min-flip grids) must keep each row
+    with its own copy of a models.Flat ensemble: results equal the per-member ones."""
+    from robustlab.attacks import PGD, Linf, min_flip_along_gradient
+
+    ms = [mlp(seed=s) for s in range(3)]
+    x = torch.rand(5, 6, dtype=torch.float64)
+    flat = Flat(_Stack(ms), 3).eval()
+    xf = x.repeat(3, 1)  # copy e sees rows e·5 … e·5+4
+    mc = perturbation_stability(flat, xf, 0.3, samples=400, generator=torch.Generator().manual_seed(0), per_sample=True)
+    ex = perturbation_stability(flat, xf, 0.3, per_sample=True)
+    assert float(((mc.mean - ex) / mc.stderr).abs().max()) < 4.5
+    # PGD restarts: a spy checks that every row each copy receives lies in the ball of one
+    # of that copy's own points (the points differ by far more than ε across copies)
+    xs = torch.rand(15, 6, dtype=torch.float64)
+    y = torch.cat([m(xs[5 * e : 5 * e + 5]).argmax(1) for e, m in enumerate(ms)])
+    seen = []
+
+    class Spy(_Stack):
+        def forward(self, xe):
+            seen.append(xe.detach().clone())
+            return super().forward(xe)
+
+    pgd = PGD(Linf(0.01), steps=3, step_size=0.005, random_start=True, restarts=3)
+    pgd(Flat(Spy(ms), 3), xs, y, generator=torch.Generator().manual_seed(0))
+    assert seen
+    for xe in seen:  # (E, rows, d)
+        for e in range(3):
+            dist = (xe[e][:, None, :] - xs[None, 5 * e : 5 * e + 5, :]).abs().amax(-1).amin(1)
+            assert float(dist.max()) <= 0.01 + 1e-12
+    binary = [nn.Sequential(mlp(seed=s, k=1), nn.Flatten(0)) for s in range(3)]
+    fb = Flat(_Stack(binary), 3)
+    r = min_flip_along_gradient(fb, xf, grid=4, batch_size=7)  # tiny chunks on purpose
+    for e, m in enumerate(binary):
+        torch.testing.assert_close(r.delta_norm[5 * e : 5 * e + 5], min_flip_along_gradient(m, x).delta_norm, atol=2e-4, rtol=0)
+    with pytest.raises(ValueError, match="Flat"):
+        PGD(Linf(0.2), steps=2, step_size=0.1, early_stop=True)(flat, xs, y)
+    with pytest.raises(ValueError, match="Flat"):
+        accuracy(flat.eval(), xs, y, batch_size=4)

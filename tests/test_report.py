@@ -276,3 +276,36 @@ def test_claim_table_text_lists_every_claim_with_result_evidence_and_statement(t
     assert "» x grows like d^{1/2}  [Seed 001, Thm 3.1]" in text
     assert lines[-1] == "claims: 2 passed, 1 failed (of 3); failed points: 1"
     assert all(len(ln) <= 110 for ln in lines)
+
+
+def test_nested_fits_keep_their_intervals_and_long_lists_fold_with_a_summary():
+    fits = [{"m": 64, "slope": -0.39, "ci": [-0.47, -0.31], "r2": 0.88, "d_range": [25, 784]},
+            {"m": 256, "slope": -0.45, "ci": [-0.52, -0.38], "r2": 0.9, "d_range": [25, 784]},
+            {"m": 1024, "slope": -0.5, "ci": [-0.55, -0.45], "r2": 0.95, "d_range": [25, 784]}]
+    ev = {"band": [-0.7, -0.3], "fits": fits}
+    pairs = dict(rh.format_evidence(ev, limit=None))
+    assert pairs["fits"].startswith("[{m=64, slope=-0.39 [-0.47, -0.31], r2=0.88, d_range=[25, 784]}, "
+                                    "{m=256, slope=-0.45 [-0.52, -0.38], r2=0.9, d_range=[25, 784]}, ")
+    short = dict(rh.format_evidence(ev, limit=60))["fits"]
+    assert len(short) <= 60 and short.endswith("(3 items)")
+    cell = rh._evidence_html(ev)
+    assert "<span class='item'><span class='k'>band</span> = [-0.7, -0.3]</span>" in cell
+    assert ("<summary><span class='k'>fits</span> (3 items): slope -0.39 [-0.47, -0.31], "
+            "-0.45 [-0.52, -0.38], -0.5 [-0.55, -0.45]</summary>") in cell
+    assert cell.count("<li>") == 3
+
+
+def test_save_thins_crowded_minor_log_labels_but_keeps_explicit_formatters(tmp_path):
+    from matplotlib import ticker
+
+    fig, (a, b) = subplots(1, 2)
+    for ax in (a, b):
+        ax.plot([25, 784], [1, 2])
+        ax.set_xscale("log")
+    mine = ticker.NullFormatter()
+    b.xaxis.set_minor_formatter(mine)
+    save(fig, tmp_path / "f.png")
+    fmt = a.xaxis.get_minor_formatter()
+    fmt.set_locs()
+    assert fmt(200.0) and fmt(500.0) and fmt(300.0) == "" and fmt(400.0) == ""
+    assert b.xaxis.get_minor_formatter() is mine

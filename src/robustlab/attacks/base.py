@@ -39,6 +39,8 @@ def loss_and_grad(
     """
     x = x.detach().requires_grad_(True)
     out = model(x)
+    if check:  # labels first: a bad label can crash the loss with a less helpful error
+        checks.check_labels(out, y)
     loss = loss_fn(out, y)
     (g,) = torch.autograd.grad(loss.sum(), x)
     if check:

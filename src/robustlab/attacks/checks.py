@@ -21,6 +21,7 @@ __all__ = [
     "check_outputs",
     "check_gradients",
     "check_bounds",
+    "check_labels",
     "eval_mode",
     "frozen_params",
 ]
@@ -96,6 +97,34 @@ def check_bounds(x: torch.Tensor, bounds: tuple[float, float] | None) -> None:
             f"inputs lie outside bounds={bounds!r} (min {float(x.min()):.4g}, max "
             f"{float(x.max()):.4g}); pass bounds=None for unbounded data"
         )
+
+
+def check_labels(out: torch.Tensor, y: torch.Tensor) -> None:
+    """Refuse labels that do not fit the outputs: ±1 for binary scores, 0..k-1 for logits.
+
+    0/1 labels on a binary model would make the logistic loss constant for y = 0 and count
+    every such point as misclassified, silently. One host sync.
+    """
+    n = out.shape[0]
+    if y.shape[:1] != (n,):
+        raise ValueError(f"labels have shape {tuple(y.shape)}, expected ({n},)")
+    if n == 0:
+        return
+    if out.ndim == 1 or (out.ndim == 2 and out.shape[1] == 1):
+        if not bool(((y == 1) | (y == -1)).all()):
+            raise ValueError("a binary model (outputs (N,) or (N, 1)) needs labels in {-1, +1}")
+        f = out.detach()
+        if n >= 4 and bool((y == 1).any() & (y == -1).any() & (f.min() >= 0) & (f.max() <= 1)):
+            warn_once(
+                "sigmoid",
+                "binary scores all lie in [0, 1] although both labels occur: this looks like a "
+                "sigmoid probability; binary models must return real scores f with prediction sign(f)",
+            )
+        return
+    if y.is_floating_point() or y.ndim != 1:
+        raise ValueError(f"a {out.shape[1]}-class model needs integer class labels (N,), got {y.dtype} {tuple(y.shape)}")
+    if not bool(((y >= 0) & (y < out.shape[1])).all()):
+        raise ValueError(f"class labels must lie in 0..{out.shape[1] - 1}")
 
 
 @contextlib.contextmanager

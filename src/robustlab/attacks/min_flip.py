@@ -50,10 +50,22 @@ class MinFlipResult:
         return ~torch.isnan(self.delta_norm)
 
 
-def _signed_scores(model: nn.Module, x: torch.Tensor, s: torch.Tensor, batch: int) -> torch.Tensor:
-    """``s · f(x)`` for a possibly large stack of points, in chunks of ``batch`` rows."""
-    out = [scores(model(xc)) for xc in x.split(batch)]
-    return s * torch.cat(out)
+def _flipped(model: nn.Module, x: torch.Tensor, u: torch.Tensor, s: torch.Tensor, ts: torch.Tensor, batch: int) -> torch.Tensor:
+    """``s_n f(x_n + t_{n,j} u_n) <= 0`` for ``ts (N, G)``, as ``(N, G)`` booleans.
+
+    Rows are tiled point-major (row ``n·G + j``) and chunked along ``G`` only, so every
+    forward pass sees all points in their order: models.Flat ensembles stay exact.
+    """
+    N, G = ts.shape
+    per = max(1, min(G, batch // max(N, 1)))
+    cols = []
+    for j0 in range(0, G, per):
+        t = ts[:, j0 : j0 + per]  # (N, g)
+        g = t.shape[1]
+        pts = x[:, None] + t.reshape(N, g, *([1] * (x.ndim - 1))) * u[:, None]  # (N, g, ...)
+        f = scores(model(pts.reshape(N * g, *x.shape[1:]))).view(N, g)
+        cols.append(s[:, None] * f <= 0)
+    return torch.cat(cols, 1)
 
 
 @torch.no_grad()
@@ -69,11 +81,9 @@ def _search(
     batch: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """First ``t`` in ``(0, cap]`` with ``s f(x + t u) <= 0`` (to ``tol``), and whether one was found."""
-    N = x.shape[0]
 
-    def flipped_at(t: torch.Tensor, idx: torch.Tensor | None = None) -> torch.Tensor:
-        xs, us, ss = (x, u, s) if idx is None else (x[idx], u[idx], s[idx])
-        return _signed_scores(model, xs + _bcast(t, xs) * us, ss, batch) <= 0
+    def flipped_at(t: torch.Tensor) -> torch.Tensor:  # (N,) -> (N,)
+        return _flipped(model, x, u, s, t[:, None], batch)[:, 0]
 
     # (1) bracket: doubling from the linear guess, capped; all points in every pass.
     hi = torch.minimum(t0.clamp_min(tol), cap)
@@ -84,12 +94,10 @@ def _search(
             break
         hi = torch.where(todo, torch.minimum(2 * hi, cap), hi)
         found = found | (todo & flipped_at(hi))
-    # (2) first flipped point of a uniform grid on (0, hi], one batched forward.
+    # (2) first flipped point of a uniform grid on (0, hi], batched.
     frac = torch.arange(1, grid + 1, dtype=x.dtype, device=x.device) / grid  # (G,)
     ts = hi[:, None] * frac  # (N, G)
-    xg = (x[:, None] + ts.reshape(N, grid, *([1] * (x.ndim - 1))) * u[:, None]).reshape(N * grid, *x.shape[1:])
-    sg = s.repeat_interleave(grid)
-    fl = (_signed_scores(model, xg, sg, batch) <= 0).view(N, grid)
+    fl = _flipped(model, x, u, s, ts, batch)
     fl[:, -1] |= found  # numerical safety: the bracket end did flip
     first = fl.to(torch.int8).argmax(1)  # first flipped grid index
     b = ts.gather(1, first[:, None]).squeeze(1)
@@ -111,7 +119,7 @@ def min_flip_along_gradient(
     *,
     cap: float | None = None,
     tol: float = 1e-4,
-    grid: int = 16,
+    grid: int = 8,
     batch_size: int = 65536,
 ) -> MinFlipResult:
     """Minimal flipping perturbation along ``∇ₓ f`` for a binary model, batched over points.
@@ -160,6 +168,7 @@ def min_flip_along_gradient(
     valid = flipped
     grad_norm = gn
     if y is not None:
+        checks.check_labels(f, y)
         ok = s == y.to(x.dtype).reshape(N)
         ok = ok & ~already
         valid = valid & ok

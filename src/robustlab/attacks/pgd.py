@@ -4,13 +4,15 @@ Each step ``x ← Π_{ball ∩ box}(x + α · s(∇ₓL))`` with ``s = sign`` (�
 Per sample it keeps the worst case over every iterate (the start included) and every
 restart: a misclassified iterate beats a correctly classified one, then the higher loss
 wins (cross-entropy alone can rank a correct point above a misclassified one for k > 2).
-Restarts are stacked into the batch, ``(R·N, ...)``, so they cost one pass, not R.
+Restarts are stacked into the batch, ``(N·R, ...)`` point-major, so they cost one pass,
+not R, and :class:`robustlab.models.Flat` ensembles stay exact.
 
 ``early_stop=True`` stops attacking a row (sample × restart) at its first misclassified
 iterate and drops it from the batch. Rows do not interact, so which samples end up
 misclassified is unchanged — robust accuracy is the same, at a fraction of the cost on
 a breakable model — but the returned point is then the first misclassified iterate rather
-than the highest-loss one (keep the default for adversarial training).
+than the highest-loss one (keep the default for adversarial training). Dropping rows
+would scramble a :class:`robustlab.models.Flat` ensemble, so that combination is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 from torch import nn
 
 from ..config import ConfigError
+from ..models.ensemble import Flat
 from . import checks
 from .base import Attack, Bounds, _check_loss
 from .losses import correct, get_loss, is_binary
@@ -54,6 +57,8 @@ def _ranked_loss_and_grad(
     if grad:
         xg = x.detach().requires_grad_(True)
         out = model(xg)
+        if check:  # labels first: a bad label can crash the loss with a less helpful error
+            checks.check_labels(out, y)
         value = loss_fn(out, y)
         (g,) = torch.autograd.grad(value.sum(), xg)
         if check:
@@ -121,8 +126,15 @@ class PGD(Attack):
         threat = self.threat
         ones = [1] * (x.ndim - 1)
         bshape = (-1, *ones)
-        xr = x.repeat(R, *ones) if R > 1 else x  # (M, ...) with M = R*N, restart-major
-        ya = y.repeat(R, *([1] * (y.ndim - 1))) if R > 1 else y
+        if self.early_stop and isinstance(model, Flat):
+            raise ValueError(
+                "PGD(early_stop=True) drops rows from the batch, which would reassign rows to the "
+                "wrong copies of a models.Flat ensemble; use early_stop=False"
+            )
+        # point-major tiling, row n·R + r: every chunk of consecutive rows still belongs to
+        # the same points, so models.Flat ensembles (rows grouped by copy) stay exact
+        xr = x.repeat_interleave(R, dim=0) if R > 1 else x  # (M, ...), M = N·R
+        ya = y.repeat_interleave(R, dim=0) if R > 1 else y
         M = xr.shape[0]
         linf = isinstance(threat, Linf)
         if linf:
@@ -140,7 +152,13 @@ class PGD(Attack):
             z = threat.project(box[0], z)
             return z if bounds is None else z.clamp(bounds[0], bounds[1])
 
-        x_adv = project(threat.random_init(xr, generator), box) if self.random_start else xr
+        if self.random_start:
+            # drawn restart-major, so restart 0 sees exactly the noise of a single run
+            start = threat.random_init(x.repeat(R, *ones), generator)  # row r·N + n
+            start = start.view(R, N, *x.shape[1:]).transpose(0, 1).reshape(xr.shape)
+            x_adv = project(start, box)
+        else:
+            x_adv = xr
         best = x_adv.clone() if self.early_stop else x_adv  # early stop writes into it
         # one float per row ranks iterates: misclassified first, then by loss
         best_key = torch.full((M,), -math.inf, dtype=x.dtype, device=x.device)
@@ -167,5 +185,5 @@ class PGD(Attack):
                 x_adv = project(torch.add(x_adv, threat.steepest(g), alpha=self.step_size), box)
         if R == 1:
             return best
-        idx = best_key.view(R, N).nan_to_num(nan=-math.inf).argmax(0)  # worst restart per sample
-        return best.view(R, N, *x.shape[1:])[idx, torch.arange(N, device=x.device)]
+        idx = best_key.view(N, R).nan_to_num(nan=-math.inf).argmax(1)  # worst restart per sample
+        return best.view(N, R, *x.shape[1:])[torch.arange(N, device=x.device), idx]

@@ -19,18 +19,21 @@ from ..attacks.base import Attack, Bounds
 from ..attacks.losses import correct, get_loss, is_binary, scores
 from ..attacks.losses import margins as _margins
 from ..attacks.threat import per_sample_norm
+from ..models.ensemble import Flat
 
 __all__ = ["accuracy", "robust_accuracy", "robust_correct", "accuracy_vs_eps", "margins", "input_grad_norm"]
 
 
-def _chunks(n: int, batch_size: int | None) -> list[slice]:
+def _chunks(n: int, batch_size: int | None, model: nn.Module | None = None) -> list[slice]:
+    if batch_size and batch_size < n and isinstance(model, Flat):
+        raise ValueError("batch_size would split a models.Flat ensemble's rows across copies; leave it None")
     b = n if not batch_size else batch_size
     return [slice(i, min(i + b, n)) for i in range(0, n, max(b, 1))] or [slice(0, 0)]
 
 
 @torch.no_grad()
 def _outputs(model: nn.Module, x: torch.Tensor, batch_size: int | None) -> torch.Tensor:
-    return torch.cat([model(x[s]) for s in _chunks(x.shape[0], batch_size)])
+    return torch.cat([model(x[s]) for s in _chunks(x.shape[0], batch_size, model)])
 
 
 def _mean(b: torch.Tensor) -> float:
@@ -47,6 +50,7 @@ def accuracy(
     checks.check_train_mode(model)
     with checks.eval_mode(model):
         out = _outputs(model, x, batch_size)
+    checks.check_labels(out, y)
     checks.check_outputs(out)
     ok = correct(out, y)
     return ok if per_sample else _mean(ok)
@@ -61,14 +65,17 @@ def robust_correct(
     bounds: Bounds = (0.0, 1.0),
     generator: torch.Generator | None = None,
     batch_size: int | None = None,
-    early_stop: bool = True,
+    early_stop: bool = False,
     **kw,
 ) -> torch.Tensor:
     """Boolean ``(N,)``: correct on ``x`` and on every attack's ``x_adv`` (per-sample worst case).
 
     ``early_stop=True`` lets attacks that support it (PGD) stop per sample at the first
-    misclassified iterate: the outcome per sample is the same, the cost lower. Extra
-    keywords (e.g. ``mask=`` for :class:`FeatureDirection`) go to every attack.
+    misclassified iterate: the outcome per sample is the same, the cost lower (about 2x
+    once most points break); not for :class:`robustlab.models.Flat` ensembles, whose rows
+    must stay in place. ``batch_size`` splits the points into chunks (likewise not for
+    ``Flat``). Extra keywords (e.g. ``mask=`` for :class:`FeatureDirection`) go to every
+    attack.
     """
     attacks = [attacks] if isinstance(attacks, Attack) else list(attacks)
     if early_stop:
@@ -80,7 +87,7 @@ def robust_correct(
     ok = accuracy(model, x, y, batch_size=batch_size, per_sample=True)
     with checks.eval_mode(model):
         for attack in attacks:
-            for s in _chunks(x.shape[0], batch_size):
+            for s in _chunks(x.shape[0], batch_size, model):
                 kws = {k: (v[s] if isinstance(v, torch.Tensor) and v.shape[:1] == x.shape[:1] else v) for k, v in kw.items()}
                 x_adv = attack(model, x[s], y[s], bounds=bounds, generator=generator, **kws)
                 with torch.no_grad():
@@ -98,7 +105,7 @@ def robust_accuracy(
     generator: torch.Generator | None = None,
     batch_size: int | None = None,
     per_sample: bool = False,
-    early_stop: bool = True,
+    early_stop: bool = False,
     **kw,
 ) -> float | torch.Tensor:
     """Robust accuracy: mean over points of "correct on x and under every attack".
@@ -123,7 +130,7 @@ def accuracy_vs_eps(
     generator: torch.Generator | None = None,
     batch_size: int | None = None,
     cumulative: bool = True,
-    early_stop: bool = True,
+    early_stop: bool = False,
     **kw,
 ) -> list[float]:
     """Robust accuracy at each budget in ``eps`` (ascending), one value per ε.

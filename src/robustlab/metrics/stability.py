@@ -53,7 +53,7 @@ def jacobian_fro_sq(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
             eye = torch.eye(k, dtype=out.dtype, device=out.device)[:, None, :].expand(k, *out.shape)
             try:
                 (g,) = torch.autograd.grad(out, xg, eye, is_grads_batched=True)  # (k, N, ...)
-            except RuntimeError:  # a model vmap cannot batch through: one backward per output
+            except (RuntimeError, NotImplementedError):  # a model vmap cannot batch through: one backward per output
                 g = torch.stack([torch.autograd.grad(out[:, j].sum(), xg, retain_graph=True)[0] for j in range(k)])
     checks.check_gradients(g)
     return g.reshape(k, x.shape[0], -1).pow(2).sum((0, 2))
@@ -67,7 +67,11 @@ def _exact(model: nn.Module, x: torch.Tensor, eps: float) -> torch.Tensor:
 def _monte_carlo(
     model: nn.Module, x: torch.Tensor, eps: float, samples: int, generator: torch.Generator | None, chunk: int
 ) -> torch.Tensor:
-    """``‖J δ_s‖²`` for ``S`` draws per point, ``(S, N)``."""
+    """``‖J δ_s‖²`` for ``S`` draws per point, ``(S, N)``.
+
+    Each forward pass holds every point with ``per`` draws each, tiled point-major (row
+    ``n·per + s``), so a models.Flat ensemble (rows grouped by copy) stays exact.
+    """
     from torch.func import jvp
 
     x = x.detach()
@@ -77,14 +81,14 @@ def _monte_carlo(
         per = max(1, chunk // max(N, 1))  # draws per forward pass
         for s0 in range(0, samples, per):
             S = min(per, samples - s0)
-            delta = uniform_ball_l2((S * N, *x.shape[1:]), eps, x, generator)  # (S*N, ...)
-            xs = x.repeat(S, *([1] * (x.ndim - 1)))
+            delta = uniform_ball_l2((N * S, *x.shape[1:]), eps, x, generator)  # (N·S, ...)
+            xs = x.repeat_interleave(S, dim=0)
             with warnings.catch_warnings():
                 # torch's first forward-AD call scripts its decompositions (a torch-internal
                 # DeprecationWarning about torch.jit.script, nothing the caller can act on)
                 warnings.filterwarnings("ignore", category=DeprecationWarning, module="torch")
                 _, jd = jvp(model, (xs,), (delta,))
-            vals.append(_flat_out(jd).pow(2).sum(1).view(S, N))
+            vals.append(_flat_out(jd).pow(2).sum(1).view(N, S).T)
     return torch.cat(vals)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
-import json
 import math
 import textwrap
 from pathlib import Path
@@ -204,7 +203,7 @@ td.res{text-align:center;white-space:nowrap}
 .ev{font-size:.92em}.ev .k{font-family:ui-monospace,"DejaVu Sans Mono",monospace;color:#444}
 .ev .item{display:block}.ev details.item ul{margin:.2em 0 .4em;padding-left:1.2em}
 .ev details.item summary{font-weight:normal}
-#claims th:nth-child(1){width:9%}#claims th:nth-child(2){width:14%}#claims th:nth-child(3){width:33%}
+#claims th:nth-child(1){width:11%}#claims th:nth-child(2){width:13%}#claims th:nth-child(3){width:32%}
 #claims th:nth-child(4){width:6%}
 .stmt{display:block;color:#333}.cid{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-weight:600}
 figure{margin:1.4em 0 2em;padding:0}figure img{max-width:100%;height:auto;display:block;
@@ -233,6 +232,22 @@ def _badge(passed: bool) -> str:
     return "<span class='badge pass'>PASS</span>" if passed else "<span class='badge fail'>FAIL</span>"
 
 
+def _estimates(items: list[Any] | tuple[Any, ...]) -> str:
+    """The intervals inside a list of dicts (e.g. one fit per width), for a folded summary:
+    ``: slope −0.39 [−0.47, −0.31], −0.45 [−0.52, −0.38]``."""
+    found: list[tuple[str, str]] = []
+    for x in items:
+        if isinstance(x, dict):
+            est = [(k, _value(v)) for k, v in _merge(x) if isinstance(v, _Estimate)]
+            if est:
+                found.append(est[0])
+    if not found:
+        return ""
+    names = {k for k, _ in found}
+    head = f"{found[0][0]} " if len(names) == 1 else ""
+    return _clip(": " + head + ", ".join(t if head else f"{k} {t}" for k, t in found), 160)
+
+
 def _evidence_html(ev: dict[str, Any]) -> str:
     """Evidence as one line per key; a long value (e.g. one fit per width) folds into a
     ``<details>`` listing its items, so the claim table stays readable."""
@@ -248,8 +263,8 @@ def _evidence_html(ev: dict[str, Any]) -> str:
         elif isinstance(v, list | tuple) and len(v) > 1:
             lis = "".join(f"<li>{_esc(_value(x, 400))}</li>" for x in v[:200])
             more = f"<li>… {len(v) - 200} more in claims.json</li>" if len(v) > 200 else ""
-            out.append(f"<details class='item'><summary>{key} ({len(v)} items)</summary>"
-                       f"<ul>{lis}{more}</ul></details>")
+            out.append(f"<details class='item'><summary>{key} ({len(v)} items){_esc(_estimates(v))}"
+                       f"</summary><ul>{lis}{more}</ul></details>")
         else:
             out.append(f"<details class='item'><summary>{key} = {_esc(_clip(text, 80))}</summary>"
                        f"<div>{_esc(_clip(text, 4000))}</div></details>")

@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from cycler import cycler  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 __all__ = ["plt", "COLORS", "subplots", "label_panels", "log_axes", "mean_band", "theory_line",
            "PowerLawFit", "fit_power_law", "loglog_fit", "save"]
@@ -233,8 +234,27 @@ def loglog_fit(ax, x: Sequence[float], y: Sequence[float], *, color=None, label:
     return fit
 
 
+class _MinorLogLabels(ticker.LogFormatterSciNotation):
+    """Minor log ticks labelled at 2 and 5 × 10^k only (matplotlib's default, 2, 3, 4 and 6,
+    makes labels such as 300 and 400 run into each other on a narrow panel)."""
+
+    def set_locs(self, locs=None):
+        super().set_locs(locs)
+        if self._sublabels is not None and self._sublabels != {1} and len(self._sublabels) < 9:
+            self._sublabels = {1, 2, 5}
+
+
+def _tidy_log_ticks(fig) -> None:
+    """House style for log axes left with matplotlib's default minor-tick labels."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log" and type(axis.get_minor_formatter()) is ticker.LogFormatterSciNotation:
+                axis.set_minor_formatter(_MinorLogLabels(labelOnlyBase=False))
+
+
 def save(fig, path: Path) -> None:
     """Save a figure atomically as PNG (no timestamp, so the bytes are reproducible) and close it."""
+    _tidy_log_ticks(fig)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")

@@ -25,7 +25,7 @@ from ..report.plots import fit_power_law
 from ..utils import make_generator
 
 __all__ = ["LazyConfig", "SOURCES", "load_data", "build_model", "radius_of", "input_bounds",
-           "slope_evidence", "crossing", "log_interp_crossing", "point_ids", "seed_table"]
+           "slope_evidence", "crossing", "log_interp_crossing", "point_ids", "seed_table", "neuron_params"]
 
 # Source image side and label set of each image dataset (checked before anything runs).
 SOURCES: dict[str, tuple[int, tuple[int, ...]]] = {
@@ -43,7 +43,7 @@ class LazyConfig(Config):
     dataset: str = param("mnist5k", "data: an image dataset (binary pair of classes) or the sphere teacher",
                          choices=("mnist5k", "digits", "mnist", "sphere"))
     classes: tuple[int, ...] = param((0, 1), "the two image classes, labelled −1 and +1 (Seed 001: digits 0, 1)")
-    size: int = param(10, "images resized to size×size, d = size² (sphere data: d = size² unless dim is set)", ge=2)
+    size: int = param(8, "images resized to size×size, d = size² (sphere data: d = size² unless dim is set)", ge=2)
     dim: int | None = param(None, "input dimension of the sphere data (default size²)", ge=2)
     allow_upsample: bool = param(False, "allow size larger than the source images")
     sphere: bool = param(True, "normalise every input to the unit sphere ‖x‖ = 1 (the theorem's setting)")
@@ -146,6 +146,15 @@ def build_model(cfgs: list[LazyConfig], d: int, device: torch.device) -> TwoLaye
     base = cfgs[0]
     gens = [make_generator(c.seed, "lazy-init") for c in cfgs]
     return TwoLayerReLU.init(gens, m=base.m, d=d, bias=base.bias, device=device)
+
+
+def neuron_params(model: TwoLayerReLU) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each neuron's incoming parameters θ_s = (w_s, b_s) now and at init: (E, m, d[+1]) twice,
+    for :func:`robustlab.metrics.neuron_distance` (the ball constrains the bias too)."""
+    if model.bias is None:
+        return model.weight, model.weight0
+    return (torch.cat([model.weight, model.bias[..., None]], -1),
+            torch.cat([model.weight0, model.bias0[..., None]], -1))
 
 
 # ---------------------------------------------------------------------------------------

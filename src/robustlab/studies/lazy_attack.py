@@ -28,7 +28,7 @@ from ..models.ensemble import Flat, fold
 from ..report.plots import COLORS, fit_power_law, label_panels, save, subplots, theory_line
 from ..train.lazy import train_lazy_sgd
 from ..utils import make_generator, resolve_device
-from ._lazy_common import LazyConfig, build_model, load_data, point_ids, radius_of
+from ._lazy_common import LazyConfig, build_model, load_data, neuron_params, point_ids, radius_of
 from .base import Claim, Context, Figure, Preset, Study
 
 SOURCE = "Seed 001 (Adversarial robustness is at odds with lazy training), Thm 3.1, §5.1"
@@ -83,7 +83,7 @@ def run_points(cfgs: list[LazyAttackConfig], device: str = "cpu") -> list:
     flip = min_flip_along_gradient(flat, xt, yt, tol=base.flip_tol)
     with torch.no_grad():
         scores = model(data.x_test.expand(E, -1, -1))  # (E, N)
-        offsets = neuron_distance(*_neuron_params(model), per_neuron=True)  # (E, m)
+        offsets = neuron_distance(*neuron_params(model), per_neuron=True)  # (E, m)
     xnorm = data.x_test.norm(dim=1)  # (N,)
     dn, gn, eta = (t.view(E, -1) for t in (flip.delta_norm, flip.grad_norm, flip.eta))
     ok = flip.correct.view(E, -1)
@@ -111,14 +111,6 @@ def run_points(cfgs: list[LazyAttackConfig], device: str = "cpu") -> list:
             "eta": eta_mean, "eta_std": eta_std,
         }])
     return out
-
-
-def _neuron_params(model) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each neuron's incoming parameters (w_s, b_s) now and at init: (E, m, d[+1]) twice."""
-    if model.bias is None:
-        return model.weight, model.weight0
-    return (torch.cat([model.weight, model.bias[..., None]], -1),
-            torch.cat([model.weight0, model.bias0[..., None]], -1))
 
 
 # ---------------------------------------------------------------------------------------

@@ -100,7 +100,9 @@ class WidthDepthInitConfig(Config):
     decay_start: int = param(30, "first epoch (0-based) of the step decay (0: constant rate)", ge=0)
     lr_step: int = param(10, "epochs between further decays (0: one decay)", ge=0)
     lr_gamma: float = param(0.1, "decay factor", gt=0, le=1)
-    stop_loss: float = param(0.0, "freeze a seed once its training loss <= this (0: train all epochs)", ge=0)
+    target_loss: float = param(0.2, "measure each seed also when its training loss first reaches this "
+                                    "(comparable training; 0: only at the end)", ge=0)
+    stop_at_target: bool = param(False, "stop training a seed at target_loss (cheaper; kappa(t) then ends there)")
     # measurement
     eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
     mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
@@ -122,6 +124,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("classes", list(self.classes), "distinct non-negative class labels")
         if len(self.classes) == 1:
             raise ConfigError("classes", list(self.classes), "at least two classes (or empty: all)")
+        if self.stop_at_target and not self.target_loss:
+            raise ConfigError("stop_at_target", True, "false unless target_loss > 0")
         if self.arch != "fcn" and self.output == "single":
             raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
 
@@ -132,7 +136,7 @@ class WidthDepthInitConfig(Config):
     def sgd(self) -> SGDSpec:
         return SGDSpec(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, momentum=self.momentum,
                        decay_start=self.decay_start, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
-                       loss=self.loss, stop_loss=self.stop_loss)
+                       loss=self.loss, target_loss=self.target_loss, stop_at_target=self.stop_at_target)
 
 
 # ---------------------------------------------------------------------------------------
@@ -198,8 +202,17 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
     return per.reshape(E, len(x)).mean(1)
 
 
+AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc")
+
+
 def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
-    """Train the seeds of one point as an ensemble; measure stability, accuracy and κ."""
+    """Train the seeds of one point as an ensemble; measure stability, accuracy and κ.
+
+    Stability and accuracy are measured twice: when a seed's training loss first reaches
+    ``target_loss`` (every network compared at the same fit of the training set) and at the
+    end of the schedule (the paper's protocol). A seed that never reaches the target (an
+    under-parameterised network) is measured at the end for both, flagged ``reached_target``.
+    """
     t0 = time.perf_counter()
     base = cfgs[0]
     dev = resolve_device(device)
@@ -207,13 +220,26 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     E = len(cfgs)
     model = build_model(cfgs, data, dev)
     d = data.d
-    stab0 = _per_member_stability(model, data.x_test, base.eps, E)
     spec = base.sgd()
-    log = train_supervised(model, data.x_train, data.y_train, spec,
+    stab0 = _per_member_stability(model, data.x_test, base.eps, E)
+    at = {k: torch.full((E,), float("nan"), dtype=torch.float64) for k in AT_TARGET}
+
+    def on_target(newly: torch.Tensor, epoch: int) -> None:
+        vals = dict(zip(("train_loss", "train_acc"), evaluate(model, data.x_train, data.y_train, spec.loss, E=E)))
+        vals["test_acc"] = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)[1]
+        vals["stability"] = _per_member_stability(model, data.x_test, base.eps, E)
+        for k in AT_TARGET:
+            at[k][newly] = vals[k].detach().double().cpu()[newly]
+
+    log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs])
     tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
     te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
     stab = _per_member_stability(model, data.x_test, base.eps, E)
+    end = {"stability": stab, "train_loss": tr_loss, "train_acc": tr_acc, "test_acc": te_acc}
+    for k in AT_TARGET:  # never reached: the end of the schedule is as far as it got
+        miss = log.reached == 0
+        at[k][miss] = end[k].detach().double().cpu()[miss]
     mc = mc_se = mc_exact = None
     is_mc_point = (base.mc_samples > 0 and base.init == base.mc_init and base.depth == base.mc_depth
                    and base.width == base.mc_width)
@@ -235,11 +261,13 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     out: list = []
     for e, c in enumerate(cfgs):
         finals = [float(v) for v in (tr_loss[e], tr_acc[e], te_loss[e], te_acc[e], stab[e], stab0[e])]
+        finals += [float(at[k][e]) for k in AT_TARGET]
         if not bool(log.finite[e]) or not all(math.isfinite(v) for v in finals):
             out.append(NumericalError(f"seed {c.seed}: training diverged or stability is not finite "
                                       f"(lr={c.lr}, init={c.init}, width={c.width}, depth={c.depth})"))
             continue
         trained = int(log.stopped[e])
+        reached = int(log.reached[e])
         rows = [{"kind": "epoch", "epoch": t + 1, "loss": float(log.loss[e, t]),
                  "train_acc_running": float(log.acc[e, t]), "kappa": float(log.kappa[e, t]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, t]], "lr": log.lr[t]}
@@ -247,6 +275,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
         final = {"kind": "final", "epoch": trained, "train_loss": finals[0], "train_acc": finals[1],
                  "test_loss": finals[2], "test_acc": finals[3], "stability": finals[4],
                  "grad_norm2": finals[4] * (d + 2) / c.eps**2, "stability_init": finals[5],
+                 **{f"{k}_at_target": float(at[k][e]) for k in AT_TARGET},
+                 "reached_target": reached > 0, "epoch_at_target": reached or trained,
                  "kappa": float(log.kappa[e, trained - 1]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
@@ -261,89 +291,146 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
 # ---------------------------------------------------------------------------------------
 # analysis helpers
 
+PROTOCOLS = {"target": "at equal training loss (target_loss)", "end": "at the end of the schedule"}
+
+
 def finals(df: pd.DataFrame) -> pd.DataFrame:
     if "kind" not in df.columns:
         return df.iloc[0:0]
     return df[df["kind"] == "final"]
 
 
-def _line_fit(x, y) -> dict:
-    """OLS of log y on x (an exponential trend) with the slope's 95 % t-interval."""
-    # fit_power_law regresses log y on log x; feeding exp(x) makes that log x = x.
-    fit = fit_power_law(np.exp(np.asarray(x, float)), y)
-    return {"slope": fit.slope, "slope_ci": list(fit.slope_ci), "n": fit.n}
+def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
+    """Final rows with ``stability``/``train_acc``/``test_acc``/``train_loss`` and a ``trained``
+    flag taken from one protocol.
+
+    ``target``: measured when the seed's training loss first reached ``target_loss``;
+    trained means it did reach it. ``end``: measured at the end of the schedule; trained
+    means a training accuracy of at least ``ACC_FLOOR``.
+    """
+    v = f.copy()
+    if protocol == "target":
+        for k in AT_TARGET:
+            v[k] = v[f"{k}_at_target"]
+        v["trained"] = v["reached_target"].astype(bool)
+    else:
+        v["trained"] = v["train_acc"] >= ACC_FLOOR
+    return v
+
+
+def protocols(f: pd.DataFrame) -> list[str]:
+    """The protocols the results support, the one the claims are judged on first."""
+    has_target = ("target_loss" in f.columns and "stability_at_target" in f.columns
+                  and bool((f["target_loss"] > 0).all()))
+    return ["target", "end"] if has_target else ["end"]
+
+
+def _r(v: float, digits: int = 4) -> float | None:
+    v = float(v)
+    return float(f"{v:.{digits}g}") if math.isfinite(v) else None
 
 
 def _pow_fit(x, y) -> dict:
-    fit = fit_power_law(x, y)
-    return {"slope": fit.slope, "slope_ci": list(fit.slope_ci), "n": fit.n}
+    """OLS of log y on log x (a power law) with the slope's 95 % t-interval.
+
+    Points with ``y = 0`` (a network whose units all died: its output ignores the input) have
+    no logarithm; they are left out and counted in ``dropped``.
+    """
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    keep = y > 0
+    if np.unique(x[keep]).size < 2:
+        return {"slope": None, "slope_ci": [None, None], "n": int(keep.sum()), "dropped": int((~keep).sum())}
+    fit = fit_power_law(x[keep], y[keep])
+    return {"slope": _r(fit.slope), "slope_ci": [_r(fit.slope_ci[0]), _r(fit.slope_ci[1])], "n": fit.n,
+            "dropped": int((~keep).sum())}
 
 
-def curve(f: pd.DataFrame, x: str, y: str = "stability") -> pd.DataFrame:
-    """Seed statistics of ``y`` against ``x``: mean, std, sem, n, with mean accuracies."""
-    g = f.groupby(x)
+def _line_fit(x, y) -> dict:
+    """OLS of log y on x (an exponential trend) with the slope's 95 % t-interval."""
+    # fit_power_law regresses log y on log x; feeding exp(x) makes that log x = x.
+    return _pow_fit(np.exp(np.asarray(x, float)), y)
+
+
+def _below(ci: list, value: float = 0.0) -> bool:
+    return ci[1] is not None and ci[1] < value
+
+
+def _above(ci: list, value: float = 0.0) -> bool:
+    return ci[0] is not None and ci[0] > value
+
+
+def curve(v: pd.DataFrame, x: str, y: str = "stability") -> pd.DataFrame:
+    """Seed statistics of ``y`` against ``x`` (mean, std, sem, n) with the mean accuracies and
+    the fraction of seeds that trained (a :func:`view`)."""
+    g = v.groupby(x)
     out = g[y].agg(["mean", "std", "count"]).rename(columns={"count": "n"})
     out["sem"] = out["std"] / np.sqrt(out["n"])
-    out["train_acc"] = g["train_acc"].mean()
-    out["test_acc"] = g["test_acc"].mean()
+    for k in ("train_acc", "test_acc", "train_loss"):
+        out[k] = g[k].mean()
+    out["trained"] = g["trained"].mean()
     return out.sort_index()
 
 
-def _r(v: float, digits: int = 4) -> float:
-    return float(f"{float(v):.{digits}g}")
-
-
 def _table(c: pd.DataFrame) -> list[dict]:
-    return [{"x": (int(i) if float(i).is_integer() else float(i)), "mean": _r(r["mean"]),
-             "sem": (_r(r["sem"]) if np.isfinite(r["sem"]) else None), "n": int(r["n"]),
-             "train_acc": _r(r["train_acc"], 3), "test_acc": _r(r["test_acc"], 3)}
+    return [{"x": int(i), "mean": _r(r["mean"]), "sem": _r(r["sem"]), "n": int(r["n"]),
+             "train_acc": _r(r["train_acc"], 3), "test_acc": _r(r["test_acc"], 3),
+             "train_loss": _r(r["train_loss"], 3), "trained": _r(r["trained"], 3)}
             for i, r in c.iterrows()]
+
+
+def _judge(f: pd.DataFrame, check) -> tuple[bool, dict]:
+    """Run ``check(view) -> (passed, evidence)`` on every protocol the results hold; the claim
+    passes on the first (equal training loss when measured), the others are reported beside."""
+    ps = protocols(f)
+    ev: dict = {"judged_on": PROTOCOLS[ps[0]]}
+    passed = False
+    for i, p in enumerate(ps):
+        ok, e = check(view(f, p))
+        ev[p] = {"passed": bool(ok), **e}
+        if i == 0:
+            passed = ok
+    return bool(passed), ev
 
 
 # ---------------------------------------------------------------------------------------
 # claims
 
 def width_peak(c: pd.DataFrame) -> dict:
-    """Is there an interior maximum in ``c`` (a :func:`curve` against width)? With the numbers."""
+    """Is there an interior maximum in ``c`` (a :func:`curve` against width)? With the numbers.
+
+    Interior maximum: the seed-mean curve peaks strictly inside the grid, the peak is at least
+    ``PEAK_RATIO`` × and ``PEAK_Z`` standard errors above each end, and every width past the
+    peak trained (so the fall is not an untrained network's).
+    """
     widths = c.index.to_numpy()
     mean = c["mean"].to_numpy(float)
     sem = c["sem"].to_numpy(float)
-    i = int(np.nanargmax(mean))
-    ev: dict = {"peak_width": int(widths[i]), "peak": _r(mean[i]), "curve": _table(c)}
-    ok = True
-    reasons = []
     if len(widths) < MIN_WIDTHS:
-        return {**ev, "passed": False, "reason": f"fewer than {MIN_WIDTHS} widths"}
+        return {"passed": False, "reason": f"fewer than {MIN_WIDTHS} widths", "curve": _table(c)}
+    i = int(np.nanargmax(mean))
+    ev: dict = {"peak_width": int(widths[i]), "peak": _r(mean[i])}
+    ok, reasons = True, []
     if i in (0, len(widths) - 1):
         ok = False
         reasons.append("the maximum is at an end of the width grid")
     for j, name in ((0, "narrowest"), (len(widths) - 1, "widest")):
-        ratio = mean[i] / mean[j]
-        z = (mean[i] - mean[j]) / math.sqrt(sem[i] ** 2 + sem[j] ** 2) if i != j else 0.0
+        if i == j:
+            continue
+        ratio = mean[i] / mean[j] if mean[j] > 0 else math.inf
+        z = (mean[i] - mean[j]) / math.sqrt(sem[i] ** 2 + sem[j] ** 2)
         ev[f"ratio_to_{name}"] = _r(ratio)
-        ev[f"z_to_{name}"] = _r(z, 3) if math.isfinite(z) else None
-        if i != j and not (ratio >= PEAK_RATIO and math.isfinite(z) and z >= PEAK_Z):
+        ev[f"z_to_{name}"] = _r(z, 3)
+        if not (ratio >= PEAK_RATIO and math.isfinite(z) and z >= PEAK_Z):
             ok = False
             reasons.append(f"peak/{name} = {ratio:.3g} (need >= {PEAK_RATIO}), z = {z:.3g} (need >= {PEAK_Z})")
-    past = c[c.index >= widths[i]]
-    if (past["train_acc"] < ACC_FLOOR).any():
+    past = c[c.index > widths[i]]
+    untrained = [int(m) for m in past.index[past["trained"] < 1]]
+    if untrained:
         ok = False
-        bad = past[past["train_acc"] < ACC_FLOOR]
-        reasons.append(f"widths {list(map(int, bad.index))} past the peak did not train "
-                       f"(train acc < {ACC_FLOOR})")
-    if len(widths) >= 2:
-        ev["tail_change"] = _r(mean[-1] / mean[-2] - 1, 3)  # → 0 when the curve levels off
-    return {**ev, "passed": ok, "reason": "; ".join(reasons) or "interior maximum"}
-
-
-def _fit_sides(f: pd.DataFrame, peak_width: int) -> dict:
-    out = {}
-    for side, sel in (("rise", f["width"] <= peak_width), ("fall", f["width"] >= peak_width)):
-        s = f[sel]
-        if s["width"].nunique() >= 2:
-            out[f"{side}_slope"] = {k: (_r(v) if isinstance(v, float) else v) for k, v in
-                                    _pow_fit(s["width"], s["stability"]).items()}
-    return out
+        reasons.append(f"widths {untrained} past the peak did not all train")
+    ev["tail_change"] = _r(mean[-1] / mean[-2] - 1, 3)  # → 0 where the curve levels off
+    ev["curve"] = _table(c)
+    return {"passed": ok, "reason": "; ".join(reasons) or "interior maximum", **ev}
 
 
 def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -351,56 +438,69 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     f = f[f["init"].isin(["he", "lecun"])]
     statement = ("Lazy regime, width: stability first rises then falls with width (an interior maximum) "
                  "for He and LeCun at depth 2 and deeper")
-    ev: dict = {"definition": f"interior maximum: the seed-mean stability peaks strictly inside the width grid, "
-                              f"exceeds both ends by >= {PEAK_RATIO}x and >= {PEAK_Z} standard errors, "
-                              f"and every width at or past the peak trains (train acc >= {ACC_FLOOR})"}
-    ok = True
-    for init in ("he", "lecun"):
-        fi = f[f["init"] == init]
-        depths = sorted(int(L) for L in fi["depth"].unique() if fi[fi["depth"] == L]["width"].nunique() >= MIN_WIDTHS)
-        if 2 not in depths or not any(L > 2 for L in depths):
-            ok = False
-            ev[init] = f"needs width sweeps at depth 2 and a deeper depth; has {depths}"
-            continue
-        for L in depths:
-            sub = fi[fi["depth"] == L]
-            res = width_peak(curve(sub, "width"))
-            res.update(_fit_sides(sub, res["peak_width"]))
-            ev[f"{init}_L{L}"] = res
-            ok &= res["passed"]
-    return Claim("width-peak", statement, bool(ok), ev, SOURCE + ", Thm 1, §5.3, Fig. 4(a)")
+
+    def check(v: pd.DataFrame) -> tuple[bool, dict]:
+        ok, ev = True, {}
+        for init in ("he", "lecun"):
+            vi = v[v["init"] == init]
+            depths = sorted(int(L) for L, s in vi.groupby("depth") if s["width"].nunique() >= MIN_WIDTHS)
+            if 2 not in depths or not any(L > 2 for L in depths):
+                ok = False
+                ev[init] = f"needs width sweeps (>= {MIN_WIDTHS} widths) at depth 2 and deeper; has depths {depths}"
+                continue
+            for L in depths:
+                sub = vi[vi["depth"] == L]
+                res = width_peak(curve(sub, "width"))
+                if "peak_width" in res:
+                    pk = res["peak_width"]
+                    res["rise_fit"] = _pow_fit(sub[sub["width"] <= pk]["width"], sub[sub["width"] <= pk]["stability"])
+                    res["fall_fit"] = _pow_fit(sub[sub["width"] >= pk]["width"], sub[sub["width"] >= pk]["stability"])
+                ev[f"{init}_L{L}"] = res
+                ok &= res["passed"]
+        return ok, ev
+
+    passed, ev = _judge(f, check)
+    ev = {"definition": f"interior maximum: the seed-mean stability peaks strictly inside the width grid, is >= "
+                        f"{PEAK_RATIO}x and >= {PEAK_Z} standard errors above both ends, and every seed of every "
+                        "width past the peak trained; required for He and LeCun at depth 2 and at every deeper "
+                        "depth with a width sweep", **ev}
+    return Claim("width-peak", statement, passed, ev, SOURCE + ", Thm 1, §5.3, Fig. 4(a)")
 
 
 def claim_depth(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     f = finals(df)
     statement = "Depth: with LeCun init stability falls with depth; with He and NTK it rises"
-    ev: dict = {"definition": "LeCun: OLS of log P on L (exponential) has a 95% CI below 0; He/NTK: OLS of "
-                              "log P on log L (polynomial) has a 95% CI above 0; judged at every width whose "
-                              f">= {MIN_DEPTHS} depths all train (mean train acc >= {ACC_FLOOR})"}
-    ok = True
-    for init, sign in (("lecun", -1), ("he", 1), ("ntk", 1)):
-        fi = f[f["init"] == init]
-        judged = 0
-        for m in sorted(fi["width"].unique()):
-            sub = fi[fi["width"] == m]
-            if sub["depth"].nunique() < MIN_DEPTHS:
-                continue
-            c = curve(sub, "depth")
-            fit = (_line_fit if sign < 0 else _pow_fit)(sub["depth"], sub["stability"])
-            fit0 = (_line_fit if sign < 0 else _pow_fit)(sub["depth"], sub["stability_init"])
-            lo, hi = fit["slope_ci"]
-            comparable = bool((c["train_acc"] >= ACC_FLOOR).all())
-            passed = comparable and (hi < 0 if sign < 0 else lo > 0)
-            ev[f"{init}_m{int(m)}"] = {
-                "curve": _table(c), "slope": _r(fit["slope"]), "slope_ci": [_r(lo), _r(hi)],
-                "slope_at_init": _r(fit0["slope"]), "comparable_accuracy": comparable, "passed": passed}
-            if comparable:
-                judged += 1
-                ok &= passed
-        if judged == 0:
-            ok = False
-            ev[init] = f"no width with >= {MIN_DEPTHS} depths that all trained (train acc >= {ACC_FLOOR})"
-    return Claim("depth-init", statement, bool(ok), ev, SOURCE + ", Thm 1, §5.4, Fig. 5, App. E.6")
+
+    def check(v: pd.DataFrame) -> tuple[bool, dict]:
+        ok, ev = True, {}
+        for init, sign in (("lecun", -1), ("he", 1), ("ntk", 1)):
+            vi = v[v["init"] == init]
+            fit_fn = _line_fit if sign < 0 else _pow_fit
+            judged = 0
+            for m, sub in vi.groupby("width"):
+                if sub["depth"].nunique() < MIN_DEPTHS:
+                    continue
+                c = curve(sub, "depth")
+                fit = fit_fn(sub["depth"], sub["stability"])
+                comparable = bool((c["trained"] == 1).all())
+                passed = comparable and (_below(fit["slope_ci"]) if sign < 0 else _above(fit["slope_ci"]))
+                ev[f"{init}_m{int(m)}"] = {"passed": passed, "comparable": comparable, "fit": fit,
+                                           "fit_at_init": fit_fn(sub["depth"], sub["stability_init"]),
+                                           "curve": _table(c)}
+                if comparable:
+                    judged += 1
+                    ok &= passed
+            if judged == 0:
+                ok = False
+                ev[init] = f"no width with >= {MIN_DEPTHS} depths whose every seed trained"
+        return ok, ev
+
+    passed, ev = _judge(f, check)
+    ev = {"definition": "LeCun: the OLS slope of log P on L (exponential trend) has a 95% CI below 0; He and "
+                        "NTK: the OLS slope of log P on log L (power law) has a 95% CI above 0; judged at every "
+                        f"width with >= {MIN_DEPTHS} depths whose every seed trained (others are reported, "
+                        "marked comparable=false); fit_at_init is the same fit before training", **ev}
+    return Claim("depth-init", statement, passed, ev, SOURCE + ", Thm 1, §5.4, Fig. 5, App. E.6")
 
 
 def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -408,41 +508,44 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     f = f[f["depth"] == 2]
     statement = ("Non-lazy two-layer networks: stability falls monotonically with width and lies below "
                  "the lazy (He) network at the same width")
-    small, he = f[f["init"] == "small"], f[f["init"] == "he"]
-    ev: dict = {"definition": f"every consecutive width step lowers the seed-mean stability, the log-log slope "
-                              f"has a 95% CI below 0, every width trains (train acc >= {ACC_FLOOR}), and "
-                              "small < He at every common width"}
-    if small["width"].nunique() < 3:
-        return Claim("nonlazy-width", statement, False, {**ev, "reason": "fewer than 3 widths with init=small"},
-                     SOURCE + ", Thm 3, Fig. 4(b)")
-    c = curve(small, "width")
-    steps = np.diff(c["mean"].to_numpy(float))
-    monotone = bool((steps < 0).all())
-    fit = _pow_fit(small["width"], small["stability"])
-    trained = bool((c["train_acc"] >= ACC_FLOOR).all())
-    ch = curve(he, "width") if len(he) else None
-    common = [m for m in c.index if ch is not None and m in ch.index]
-    below = {int(m): _r(c.loc[m, "mean"] / ch.loc[m, "mean"]) for m in common}
-    is_below = len(common) >= 3 and all(v < 1 for v in below.values())
-    ok = monotone and fit["slope_ci"][1] < 0 and trained and is_below
-    ev.update(curve_small=_table(c), curve_he=_table(ch) if ch is not None else None,
-              monotone=monotone, slope=_r(fit["slope"]), slope_ci=[_r(v) for v in fit["slope_ci"]],
-              all_trained=trained, ratio_small_to_he=below, below_he_everywhere=is_below)
-    return Claim("nonlazy-width", statement, bool(ok), ev, SOURCE + ", Thm 3, Fig. 4(b)")
+
+    def check(v: pd.DataFrame) -> tuple[bool, dict]:
+        small, he = v[v["init"] == "small"], v[v["init"] == "he"]
+        if small["width"].nunique() < 3:
+            return False, {"reason": "fewer than 3 widths with init=small at depth 2"}
+        c = curve(small, "width")
+        monotone = bool((np.diff(c["mean"].to_numpy(float)) < 0).all())
+        fit = _pow_fit(small["width"], small["stability"])
+        trained = bool((c["trained"] == 1).all())
+        ch = curve(he, "width") if len(he) else None
+        common = [m for m in c.index if ch is not None and m in ch.index]
+        ratio = {int(m): _r(c.loc[m, "mean"] / ch.loc[m, "mean"]) for m in common}
+        below = len(common) >= 3 and all(r is not None and r < 1 for r in ratio.values())
+        ok = monotone and _below(fit["slope_ci"]) and trained and below
+        return ok, {"monotone": monotone, "fit": fit, "all_trained": trained, "ratio_small_to_he": ratio,
+                    "below_he_everywhere": below, "curve_small": _table(c),
+                    "curve_he": _table(ch) if ch is not None else None}
+
+    passed, ev = _judge(f, check)
+    ev = {"definition": "every consecutive width step lowers the seed-mean stability of init=small, its log-log "
+                        "slope has a 95% CI below 0, every seed trained, and small < He (depth 2) at every one "
+                        "of >= 3 common widths", **ev}
+    return Claim("nonlazy-width", statement, passed, ev, SOURCE + ", Thm 3, Fig. 4(b)")
 
 
 def growth_exponent(trace: pd.DataFrame, decay_start: int) -> dict:
     """Log–log growth exponent of the seed-mean κ(t) over the late constant-rate window.
 
     The window is the second half of the epochs run at the initial rate, ``[T₁/2, T₁]`` with
-    ``T₁ = decay_start`` (all epochs when the rate never decays): after the first transient,
-    before a decay slows every curve down.
+    ``T₁ = decay_start`` (the last epoch when the rate never decays): past the first
+    transient, before a decay slows every curve down.
     """
     k = trace.groupby("epoch")["kappa"].mean().sort_index()
-    T1 = int(decay_start) if decay_start and decay_start <= k.index.max() else int(k.index.max())
+    last = int(k.index.max())
+    T1 = int(decay_start) if 0 < decay_start <= last else last
     win = k[(k.index >= max(1, T1 // 2)) & (k.index <= T1)]
     if len(win) < 2 or (win <= 0).any():
-        return {"exponent": float("nan"), "window": [int(T1 // 2), T1]}
+        return {"exponent": None, "window": [max(1, T1 // 2), T1]}
     fit = fit_power_law(win.index.to_numpy(float), win.to_numpy(float))
     return {"exponent": _r(fit.slope, 3), "window": [int(win.index.min()), int(win.index.max())],
             "kappa_start": _r(win.iloc[0]), "kappa_end": _r(win.iloc[-1])}
@@ -451,10 +554,11 @@ def growth_exponent(trace: pd.DataFrame, decay_start: int) -> dict:
 def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     statement = ("kappa: nearly flat in time and falling with width for He; growing in time and far larger "
                  "for the non-lazy init")
-    ev: dict = {"definition": f"nearly flat: growth exponent b of kappa(t) ~ t^b over the late constant-rate "
-                              f"window <= {FLAT_MAX_EXP:.3g}; growing: b >= {GROW_MIN_EXP:.3g}; falling with "
-                              f"width: log-log slope of final kappa has a 95% CI below 0; far larger: "
-                              f">= {FAR_RATIO:g}x He at every common width (all at depth 2)"}
+    ev: dict = {"definition": f"at depth 2: nearly flat = growth exponent b of kappa(t) ~ t^b over the late "
+                              f"constant-rate window <= {FLAT_MAX_EXP:.3g} at every He width; growing = "
+                              f"b >= {GROW_MIN_EXP:.3g} at every non-lazy width; falling with width = log-log "
+                              f"slope of He's final kappa has a 95% CI below 0; far larger = non-lazy final "
+                              f"kappa >= {FAR_RATIO:g}x He's at every common width"}
     if "kind" not in df.columns:
         return Claim("kappa", statement, False, {**ev, "reason": "no results"}, SOURCE + ", §5.2, Figs. 2-3")
     ep = df[(df["kind"] == "epoch") & (df["depth"] == 2)]
@@ -466,28 +570,28 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
         for m, tr in ep[ep["init"] == init].groupby("width"):
             g = growth_exponent(tr, int(tr["decay_start"].iloc[0]))
             b = g["exponent"]
-            g["passed"] = bool(math.isfinite(b) and (b <= FLAT_MAX_EXP if want == "flat" else b >= GROW_MIN_EXP))
+            g["passed"] = b is not None and (b <= FLAT_MAX_EXP if want == "flat" else b >= GROW_MIN_EXP)
             res[int(m)] = g
             ok &= g["passed"]
         if not res:
             ok = False
-        ev[f"{init}_growth"] = res or f"no {init} runs at depth 2"
-    he = f[f["init"] == "he"]
+        ev[f"{init}_in_time"] = res or f"no {init} runs at depth 2"
+    he, small = f[f["init"] == "he"], f[f["init"] == "small"]
     if he["width"].nunique() >= 3:
         fit = _pow_fit(he["width"], he["kappa"])
-        falls = fit["slope_ci"][1] < 0
-        ev["he_kappa_vs_width"] = {"slope": _r(fit["slope"]), "slope_ci": [_r(v) for v in fit["slope_ci"]],
-                                   "curve": _table(curve(he, "width", "kappa")), "passed": bool(falls)}
+        falls = _below(fit["slope_ci"])
+        kc = he.groupby("width")["kappa"].agg(["mean", "std"])
+        ev["he_vs_width"] = {"passed": falls, "fit": fit,
+                             "mean": {int(m): _r(r["mean"]) for m, r in kc.iterrows()}}
         ok &= falls
     else:
         ok = False
-        ev["he_kappa_vs_width"] = "fewer than 3 He widths at depth 2"
-    small = f[f["init"] == "small"]
+        ev["he_vs_width"] = "fewer than 3 He widths at depth 2"
     kh, ks = he.groupby("width")["kappa"].mean(), small.groupby("width")["kappa"].mean()
     common = sorted(set(kh.index) & set(ks.index))
     ratios = {int(m): _r(ks[m] / kh[m]) for m in common}
     far = bool(common) and all(v >= FAR_RATIO for v in ratios.values())
-    ev["ratio_small_to_he"] = ratios
+    ev["far_larger"] = {"passed": far, "ratio_small_to_he": ratios}
     ok &= far
     return Claim("kappa", statement, bool(ok), ev, SOURCE + ", §5.2, Figs. 2-3")
 
@@ -522,26 +626,25 @@ def _acc_panel(ax, sub: pd.DataFrame, x: str, color, label: str | None = None) -
     mean_band(ax, sub, x, "test_acc", color=color, ls="--", marker="x")
 
 
-def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
-    out: list[Figure] = []
-    f = finals(df)
-    if f.empty:
-        return out
-    inits = [i for i in INITS if i in set(f["init"])]
+def _when(protocol: str, f: pd.DataFrame) -> str:
+    if protocol == "target":
+        return f"measured when the training loss first reached {f['target_loss'].iloc[0]:g}"
+    return "measured at the end of the schedule"
 
-    # (1) stability against width, one panel per init, one line per depth; accuracy below
+
+def _width_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure:
+    inits = [i for i in INITS if i in set(v["init"])]
     fig, axes = subplots(2, len(inits), panel=(3.2, 2.5), squeeze=False)
     for j, init in enumerate(inits):
-        fi = f[f["init"] == init]
-        for n, (L, sub) in enumerate(fi.groupby("depth")):
+        vi = v[v["init"] == init]
+        for n, (L, sub) in enumerate(vi.groupby("depth")):
             if sub["width"].nunique() < 2:
                 continue
             col = COLORS[n % len(COLORS)]
             mean_band(axes[0, j], sub, "width", "stability", color=col, label=f"L={L}")
             _acc_panel(axes[1, j], sub, "width", col, f"L={L}")
-        n_train = int(fi["n_train"].iloc[0])
         for ax in axes[:, j]:
-            ax.axvline(n_train, color="0.5", lw=0.8, ls=":")
+            ax.axvline(int(vi["n_train"].iloc[0]), color="0.5", lw=0.8, ls=":")
         log_axes(axes[0, j])
         log_axes(axes[1, j], y=False)
         axes[0, j].set_title(f"init = {init}")
@@ -551,20 +654,26 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     axes[1, 0].set_ylabel("accuracy (train —, test --)")
     axes[0, -1].legend()
     label_panels(axes)
-    save(fig, ctx.figdir / "stability_vs_width.png")
-    out.append(Figure("figures/stability_vs_width.png", "Stability against width",
-                      "Top: perturbation stability after training (mean over seeds = Def. 1, band ±1 std of "
-                      "the per-seed Def. 3), log–log, one panel per initialisation and one line per depth; "
-                      "the dotted line marks the number of training points. Claim 1 expects a rise then a "
-                      "fall for He and LeCun. Bottom: training (solid) and test (dashed) accuracy of the same "
-                      "networks — a low stability with a low accuracy is an untrained network, not a robust one."))
+    name = f"stability_vs_width{suffix}.png"
+    save(fig, ctx.figdir / name)
+    return Figure(f"figures/{name}", f"Stability against width ({PROTOCOLS[protocol]})",
+                  f"Top: perturbation stability ({_when(protocol, v)}), mean over seeds (Def. 1) with a ±1 std "
+                  "band of the per-seed values (Def. 3), log–log, one panel per initialisation, one line per "
+                  "depth; the dotted line marks the number of training points. Claim 1 expects a rise then a "
+                  "fall for He and LeCun. Bottom: training (solid) and test (dashed) accuracy of the same "
+                  "networks at the same moment — a low stability with a low accuracy is an untrained network, "
+                  "not a robust one.")
 
-    # (2) stability against depth, one panel per init, one line per width with >= 2 depths
+
+def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure | None:
+    inits = [i for i, s in v.groupby("init") if s.groupby("width")["depth"].nunique().max() >= 2]
+    inits = [i for i in INITS if i in inits]
+    if not inits:
+        return None
     fig, axes = subplots(2, len(inits), panel=(3.2, 2.5), squeeze=False)
     for j, init in enumerate(inits):
-        fi = f[f["init"] == init]
         n = 0
-        for m, sub in fi.groupby("width"):
+        for m, sub in v[v["init"] == init].groupby("width"):
             if sub["depth"].nunique() < 2:
                 continue
             col = COLORS[n % len(COLORS)]
@@ -576,67 +685,82 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         axes[0, j].set_title(f"init = {init}")
         axes[1, j].set_xlabel("depth L")
         axes[1, j].set_ylim(0, 1.02)
-        if n:
-            axes[0, j].legend()
+        axes[0, j].legend()
     axes[0, 0].set_ylabel("stability P(f, ε)")
     axes[1, 0].set_ylabel("accuracy (train —, test --)")
     label_panels(axes)
-    save(fig, ctx.figdir / "stability_vs_depth.png")
-    out.append(Figure("figures/stability_vs_depth.png", "Stability against depth",
-                      "Top: stability after training (solid, mean ± std over seeds) and at initialisation "
-                      "(dotted) against depth, one line per width. Claim 2 expects LeCun to fall and He/NTK "
-                      "to rise with depth. Bottom: the accuracies of the same networks."))
+    name = f"stability_vs_depth{suffix}.png"
+    save(fig, ctx.figdir / name)
+    return Figure(f"figures/{name}", f"Stability against depth ({PROTOCOLS[protocol]})",
+                  f"Top: stability after training (solid, {_when(protocol, v)}; mean ± std over seeds) and at "
+                  "initialisation (dotted) against depth, one line per width, log scale. Claim 2 expects LeCun to "
+                  "fall and He/NTK to rise with depth. Bottom: the accuracies of the same networks.")
 
-    # (3) lazy (He) vs non-lazy two-layer networks against width
+
+def _nonlazy_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure | None:
+    two = v[(v["depth"] == 2) & v["init"].isin(["he", "small"])]
+    if two["init"].nunique() < 2:
+        return None
+    fig, axes = subplots(1, 2, panel=(3.4, 2.6))
+    for n, (init, sub) in enumerate(two.groupby("init")):
+        label = "lazy (He)" if init == "he" else f"non-lazy (small, γ={sub['gamma'].iloc[0]:g})"
+        mean_band(axes[0], sub, "width", "stability", color=COLORS[n], label=label)
+        _acc_panel(axes[1], sub, "width", COLORS[n], label)
+    log_axes(axes[0])
+    log_axes(axes[1], y=False)
+    for ax in axes:
+        ax.set_xlabel("width m")
+    axes[0].set_ylabel("stability P(f, ε)")
+    axes[1].set_ylabel("accuracy (train —, test --)")
+    axes[1].set_ylim(0, 1.02)
+    axes[0].legend()
+    label_panels(axes)
+    name = f"lazy_vs_nonlazy{suffix}.png"
+    save(fig, ctx.figdir / name)
+    return Figure(f"figures/{name}", f"Lazy vs non-lazy two-layer networks ({PROTOCOLS[protocol]})",
+                  f"(a) Stability against width ({_when(protocol, v)}) for He (lazy) and the small initialisation "
+                  "(non-lazy), depth 2, mean ± std over seeds. Claim 3 expects the non-lazy curve to fall at "
+                  "every width and to lie below He. (b) Their training (solid) and test (dashed) accuracy.")
+
+
+def _kappa_figure(df: pd.DataFrame, f: pd.DataFrame, ctx: Context) -> Figure | None:
+    ep = df[(df["kind"] == "epoch") & (df["depth"] == 2) & df["init"].isin(["he", "small"])]
+    if ep.empty:
+        return None
+    fig, axes = subplots(1, 2, panel=(3.4, 2.6))
+    for n, ((init, m), sub) in enumerate(ep.groupby(["init", "width"])):
+        mean_band(axes[0], sub, "epoch", "kappa", color=COLORS[n % len(COLORS)], ls="-" if init == "he" else "--",
+                  marker="", label=f"{init}, m={m}")
+    axes[0].set_yscale("log")
+    axes[0].set_xlabel("epoch t")
+    axes[0].set_ylabel("κ(t) = ‖θ(t) − θ(0)‖ / ‖θ(0)‖")
+    axes[0].legend(ncol=2, fontsize=6)
     two = f[(f["depth"] == 2) & f["init"].isin(["he", "small"])]
-    if two["init"].nunique() == 2:
-        fig, axes = subplots(1, 2, panel=(3.4, 2.6))
-        for n, (init, sub) in enumerate(two.groupby("init")):
-            label = "lazy (He)" if init == "he" else f"non-lazy (small, γ={sub['gamma'].iloc[0]:g})"
-            mean_band(axes[0], sub, "width", "stability", color=COLORS[n], label=label)
-            _acc_panel(axes[1], sub, "width", COLORS[n], label)
-        log_axes(axes[0])
-        log_axes(axes[1], y=False)
-        axes[0].set_xlabel("width m")
-        axes[1].set_xlabel("width m")
-        axes[0].set_ylabel("stability P(f, ε)")
-        axes[1].set_ylabel("accuracy (train —, test --)")
-        axes[1].set_ylim(0, 1.02)
-        axes[0].legend()
-        label_panels(axes)
-        save(fig, ctx.figdir / "lazy_vs_nonlazy.png")
-        out.append(Figure("figures/lazy_vs_nonlazy.png", "Lazy vs non-lazy two-layer networks",
-                          "(a) Stability against width for He (lazy) and the small initialisation (non-lazy), "
-                          "depth 2, mean ± std over seeds. Claim 3 expects the non-lazy curve to fall at every "
-                          "width and to lie below He. (b) Their training (solid) and test (dashed) accuracy."))
+    for n, (init, sub) in enumerate(two.groupby("init")):
+        mean_band(axes[1], sub, "width", "kappa", color=COLORS[n], label=init)
+    log_axes(axes[1])
+    axes[1].set_xlabel("width m")
+    axes[1].set_ylabel("final κ")
+    axes[1].legend()
+    label_panels(axes)
+    save(fig, ctx.figdir / "kappa.png")
+    return Figure("figures/kappa.png", "Lazy-training ratio κ",
+                  "(a) κ(t) at the end of every epoch for He (solid) and the non-lazy init (dashed), depth 2, "
+                  "mean ± std over seeds. (b) The final κ against width. Claim 4 expects He nearly flat in time "
+                  "and falling with width, the non-lazy init growing and an order of magnitude larger.")
 
-    # (4) kappa against epochs and against width
-    ep = df[(df.get("kind") == "epoch") & (df["depth"] == 2) & df["init"].isin(["he", "small"])]
-    if len(ep):
-        fig, axes = subplots(1, 2, panel=(3.4, 2.6))
-        n = 0
-        for (init, m), sub in ep.groupby(["init", "width"]):
-            ls = "-" if init == "he" else "--"
-            mean_band(axes[0], sub, "epoch", "kappa", color=COLORS[n % len(COLORS)], ls=ls, marker="",
-                      label=f"{init}, m={m}")
-            n += 1
-        axes[0].set_yscale("log")
-        axes[0].set_xlabel("epoch t")
-        axes[0].set_ylabel("κ(t) = ‖θ(t) − θ(0)‖ / ‖θ(0)‖")
-        axes[0].legend(ncol=2, fontsize=6)
-        for n, (init, sub) in enumerate(two.groupby("init")):
-            mean_band(axes[1], sub, "width", "kappa", color=COLORS[n], label=init)
-        log_axes(axes[1])
-        axes[1].set_xlabel("width m")
-        axes[1].set_ylabel("final κ")
-        axes[1].legend()
-        label_panels(axes)
-        save(fig, ctx.figdir / "kappa.png")
-        out.append(Figure("figures/kappa.png", "Lazy-training ratio κ",
-                          "(a) κ(t) per epoch for He (solid) and the non-lazy init (dashed), depth 2, mean ± std "
-                          "over seeds. (b) The final κ against width. Claim 4 expects He nearly flat in time and "
-                          "falling with width, the non-lazy init growing and an order of magnitude larger."))
-    return out
+
+def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    f = finals(df)
+    if f.empty:
+        return []
+    out: list[Figure | None] = []
+    for i, p in enumerate(protocols(f)):
+        v, suffix = view(f, p), ("" if i == 0 else f"_{p}")
+        out += [_width_figure(v, ctx, p, suffix), _depth_figure(v, ctx, p, suffix),
+                _nonlazy_figure(v, ctx, p, suffix)]
+    out.append(_kappa_figure(df, f, ctx))
+    return [x for x in out if x is not None]
 
 
 # ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import logging
 import multiprocessing as mp
 import os
 import pickle
+import select
 import signal
 import socket
 import subprocess
@@ -37,7 +38,7 @@ from .progress import Progress
 from .runner import SweepOptions, failed_entries, run_group
 from .store import Store
 
-__all__ = ["execute", "prepare", "RAY_PROBE_TIMEOUT_S"]
+__all__ = ["execute", "prepare", "ray_shutdown", "RAY_PROBE_TIMEOUT_S"]
 
 RunFn = Callable[[list[Config], str], list[Any]]
 Describe = Callable[[list[Config]], str]
@@ -107,7 +108,7 @@ def _mp_context(fn: RunFn) -> Any:
     return ctx
 
 
-def _init_worker(threads: int) -> None:
+def _init_worker(threads: int, driver: int) -> None:
     """Runs once in each worker: thread limits, no Ctrl-C tracebacks, exit with the driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and ends us
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -119,17 +120,28 @@ def _init_worker(threads: int) -> None:
         torch.set_num_interop_threads(1)
     except RuntimeError:  # already fixed in this process
         pass
-    parent = os.getppid()
+    threading.Thread(target=_exit_with, args=(driver,), name="robustlab-driver-watch", daemon=True).start()
 
-    def watch() -> None:
-        # when the driver is killed (SIGKILL leaves no chance to clean up) our parent —
-        # the driver, or the fork server that exits with it — goes away: so do we
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
 
-    threading.Thread(target=watch, name="robustlab-orphan-watch", daemon=True).start()
+def _exit_with(driver: int) -> None:
+    """Exit when the driver process ends. A SIGKILLed driver cannot tell its pool to stop,
+    and the fork server (our parent) lives as long as any worker does, so each worker
+    watches the driver itself."""
+    try:
+        fd = os.pidfd_open(driver)  # Linux >= 5.3: readable once the process has ended
+    except (AttributeError, OSError):
+        fd = None
+    if fd is not None:
+        select.select([fd], [], [])
+        os._exit(1)
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(driver, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # the pid now belongs to another user's process
+            os._exit(1)
 
 
 def _work(fn: RunFn, group: list[Config], device: str, threads: int) -> list[dict]:
@@ -159,7 +171,7 @@ def _pool_pass(queue: deque, fn: RunFn, sink: _Sink, options: SweepOptions, desc
                ctx: Any, workers: int) -> list[list[Config]]:
     """Run groups from ``queue`` in one pool; returns the groups in flight if it broke."""
     pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=ctx,
-                               initializer=_init_worker, initargs=(options.threads,))
+                               initializer=_init_worker, initargs=(options.threads, os.getpid()))
     inflight: dict[Future, list[Config]] = {}
 
     def fill() -> None:
@@ -280,6 +292,14 @@ def _ray_connect(options: SweepOptions) -> Any:
             raise UserError(f"backend='ray' is not allowed: could not start a local Ray cluster ({exc})") from None
     _RAY_STATE["address"] = want
     return ray
+
+
+def ray_shutdown() -> None:
+    """Leave the Ray cluster this process joined (stopping it if it was started here)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+    _RAY_STATE["address"] = None
 
 
 def _ray_task(fn: RunFn, group: list[Config], device: str, threads: int) -> list[dict]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -41,9 +41,12 @@ class SGDSpec:
 
     The rate is ``lr`` until epoch ``decay_start`` (0-based; 0 = never decay), then it is
     multiplied by ``lr_gamma`` at ``decay_start`` and every ``lr_step`` epochs after it
-    (``lr_step = 0``: a single decay). ``stop_loss > 0`` freezes a copy once its training
-    loss (a full pass at the end of an epoch) falls to ``stop_loss`` or below, so that
-    copies can be compared at equal training loss instead of equal time.
+    (``lr_step = 0``: a single decay).
+
+    ``target_loss > 0`` evaluates every copy's training loss (a full pass) at the end of each
+    epoch and reports the first epoch at which it is ``<= target_loss`` — the moment to
+    compare copies at equal training loss rather than equal time; ``stop_at_target``
+    also freezes a copy from then on.
     """
 
     epochs: int
@@ -54,7 +57,8 @@ class SGDSpec:
     lr_step: int = 0
     lr_gamma: float = 0.1
     loss: str = "ce"
-    stop_loss: float = 0.0
+    target_loss: float = 0.0
+    stop_at_target: bool = False
 
     def __post_init__(self) -> None:
         if self.epochs < 1:
@@ -73,8 +77,10 @@ class SGDSpec:
             raise ConfigError("lr_gamma", self.lr_gamma, "a value > 0 and <= 1")
         if self.loss not in LOSSES:
             raise ConfigError("loss", self.loss, "one of " + ", ".join(LOSSES))
-        if not (self.stop_loss >= 0 and math.isfinite(self.stop_loss)):
-            raise ConfigError("stop_loss", self.stop_loss, "a finite value >= 0 (0: never stop early)")
+        if not (self.target_loss >= 0 and math.isfinite(self.target_loss)):
+            raise ConfigError("target_loss", self.target_loss, "a finite value >= 0 (0: none)")
+        if self.stop_at_target and not self.target_loss:
+            raise ConfigError("stop_at_target", True, "false unless target_loss > 0")
 
     def lr_at(self, epoch: int) -> float:
         """The rate used during epoch ``epoch`` (0-based)."""
@@ -90,7 +96,8 @@ class TrainLog:
 
     ``loss``/``acc`` are running averages over the epoch's minibatches (before each update);
     ``kappa`` is ``κ(t)`` at the end of epoch ``t`` and ``kappa_layers`` its per-layer split;
-    ``stopped`` is the number of epochs a copy trained (``epochs`` unless ``stop_loss`` hit).
+    ``stopped`` is the number of epochs a copy trained (``epochs`` unless stopped at the
+    target); ``reached`` the first epoch whose training loss was ``<= target_loss`` (0: never).
     """
 
     loss: torch.Tensor  # (E, T)
@@ -101,6 +108,7 @@ class TrainLog:
     steps: int
     finite: torch.Tensor  # (E,) bool: the copy's loss stayed finite throughout
     stopped: torch.Tensor  # (E,) int
+    reached: torch.Tensor  # (E,) int
 
 
 def member_loss(out: torch.Tensor, y: torch.Tensor, loss: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,7 +155,8 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, *, E
 
 
 def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec, *,
-                     generators: Sequence[torch.Generator]) -> TrainLog:
+                     generators: Sequence[torch.Generator],
+                     on_target: Callable[[torch.Tensor, int], None] | None = None) -> TrainLog:
     """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
 
     ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
@@ -155,7 +164,9 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     ``generators[e]`` (CPU generators: the same bits on every device). Parameters must all
     carry the leading ``E`` (as :class:`~robustlab.models.DeepMLP`). The update is
     ``b ← μ b + g``, ``θ ← θ − lr · active_e · b`` (PyTorch's SGD without dampening), with
-    ``active_e = 0`` once copy ``e`` reached ``stop_loss``.
+    ``active_e = 0`` once copy ``e`` reached the target with ``stop_at_target``.
+    ``on_target(newly, epoch)`` is called, with the model as it stands, after every epoch at
+    which some copies (the ``(E,)`` bool mask ``newly``) first reach ``target_loss``.
     """
     E = len(generators)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -174,6 +185,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     kappa_l = torch.zeros(E, T, L, dtype=torch.float64)
     finite = torch.ones(E, dtype=torch.bool)
     stopped = torch.full((E,), T, dtype=torch.int64)
+    reached = torch.zeros(E, dtype=torch.int64)
     lrs: list[float] = []
     steps = 0
     model.train()
@@ -205,13 +217,18 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         kappa_t[:, t], kappa_l[:, t] = whole.double().cpu(), layers.double().cpu()
         if not finite.any():  # every copy diverged: nothing left to learn
             break
-        if spec.stop_loss > 0:
+        if spec.target_loss > 0:
             full, _ = evaluate(model, x, y, spec.loss, E=E)
-            newly = (full.cpu() <= spec.stop_loss) & (active.cpu() > 0)
-            stopped[newly] = t + 1
-            active[newly.to(dev)] = 0.0
-            if not active.any():
-                kappa_t[:, t + 1:] = kappa_t[:, t:t + 1]
-                kappa_l[:, t + 1:] = kappa_l[:, t:t + 1]
-                break
-    return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped)
+            newly = (full.cpu() <= spec.target_loss) & (reached == 0)
+            if newly.any():
+                reached[newly] = t + 1
+                if on_target is not None:
+                    on_target(newly, t + 1)
+                if spec.stop_at_target:
+                    stopped[newly] = t + 1
+                    active[newly.to(dev)] = 0.0
+                    if not active.any():
+                        kappa_t[:, t + 1:] = kappa_t[:, t:t + 1]
+                        kappa_l[:, t + 1:] = kappa_l[:, t:t + 1]
+                        break
+    return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped, reached)

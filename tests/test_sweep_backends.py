@@ -1,0 +1,221 @@
+"""The local process pool, bit-identity across backends, forced failures and bad inputs (CLI)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import threading
+import time
+
+import pytest
+import torch
+
+from robustlab import records
+from robustlab.cli import main
+from robustlab.config import Config, param
+from robustlab.sweep import backends
+from robustlab.sweep.runner import SweepOptions, run_sweep
+from robustlab.sweep.store import Store
+
+SMOKE = ["run", "smoke", "--grid", "lr=0.1,0.5", "--seeds", "3", "--quiet"]
+
+
+def run_cli(*argv) -> int:
+    return main([str(a) for a in argv])
+
+
+def table(out) -> list[tuple]:
+    with Store(out / "store.sqlite", readonly=True) as st:
+        return st.table()
+
+
+# ----------------------------------------------------------------------------------------
+# the same results whichever backend, process or thread setting ran them
+
+def test_pool_and_in_process_runs_are_byte_identical(tmp_path):
+    a, b = tmp_path / "inproc", tmp_path / "pool"
+    old = torch.get_num_threads()
+    torch.set_num_threads(2)  # the driver's own setting must not leak into the points
+    try:
+        assert run_cli(*SMOKE, "--out", a) == 0
+    finally:
+        torch.set_num_threads(old)
+    assert run_cli(*SMOKE, "--out", b, "--workers", "2") == 0
+    assert (a / "results.jsonl").read_bytes() == (b / "results.jsonl").read_bytes()
+    assert table(a) == table(b) and len(table(a)) == 6
+    man = records.read_json(b / "manifest.json")
+    assert man["workers"] == 2 and man["threads"] == 1 and man["sweep"]["groups"] == 2
+
+
+@dataclasses.dataclass(frozen=True)
+class CrashConfig(Config):
+    study = "crash-test"
+    x: float = param(1.0, "a number")
+    crash: bool = param(False, "kill the worker process running this point")
+
+
+def crashy_run(cfgs: list[CrashConfig], device: str) -> list:
+    if cfgs[0].crash:
+        os._exit(3)  # like a segfault or the OOM killer: no exception, the process is gone
+    time.sleep(0.2)
+    return [[{"x": c.x, "y": float(torch.tensor(c.x, dtype=torch.float64).exp())}] for c in cfgs]
+
+
+def test_a_worker_that_dies_fails_its_point_and_the_sweep_goes_on(tmp_path):
+    pts = [CrashConfig(x=float(i), crash=(i == 2)) for i in range(5)]
+    with Store(tmp_path / "s.sqlite") as st:
+        stats = run_sweep(pts, crashy_run, st, SweepOptions(workers=2, quiet=True))
+        assert stats["failed_now"] == 1
+        assert st.count() == 5 and st.count("done") == 4
+        (fail,) = st.failures()
+        assert fail["params"]["x"] == 2.0 and fail["reason"].startswith("WorkerDied")
+        assert sorted(r["rows"][0]["x"] for r in st.done()) == [0.0, 1.0, 3.0, 4.0]
+
+
+def test_a_run_function_that_cannot_be_pickled_is_a_user_error(tmp_path):
+    pts = [CrashConfig(x=1.0), CrashConfig(x=2.0)]
+    with Store(tmp_path / "s.sqlite") as st, pytest.raises(Exception, match="cannot be sent to worker"):
+        run_sweep(pts, lambda cfgs, dev: [[{"a": 1}]], st, SweepOptions(workers=2, quiet=True))
+
+
+# ----------------------------------------------------------------------------------------
+# a forced failure: the sweep finishes, the store and the report show it
+
+def test_a_forced_failure_is_recorded_reported_and_not_rerun_unless_asked(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = [*SMOKE, "--out", out, "--set", "fail_on_lr=0.5"]
+    assert run_cli(*argv) == 0
+    assert "6 points (3 failed)" in capsys.readouterr().out
+    with Store(out / "store.sqlite", readonly=True) as st:
+        fails = st.failures()
+        assert st.count("done") == 3
+    assert len(fails) == 3 and {f["params"]["lr"] for f in fails} == {0.5}
+    assert all(f["reason"] == "RuntimeError: forced failure at lr=0.5" for f in fails)
+    assert all("Traceback" in f["traceback"] and "run_points" in f["traceback"] for f in fails)
+    html = (out / "report.html").read_text()
+    assert "Failed points (3" in html and "forced failure at lr=0.5" in html
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3 * 30  # lr=0.1 only
+
+    assert run_cli(*argv) == 0  # re-running into the directory: nothing to do
+    assert records.read_json(out / "manifest.json")["sweep"]["ran"] == 0
+    assert run_cli(*argv, "--retry-failed") == 0  # the failed group runs (and fails) again
+    sweep = records.read_json(out / "manifest.json")["sweep"]
+    assert sweep["ran"] == 3 and sweep["failed_now"] == 3
+    assert len(table(out)) == 6
+
+
+def test_diverged_points_fail_with_their_reason(tmp_path):
+    out = tmp_path / "run"
+    assert run_cli("run", "smoke", "--grid", "lr=0.5,1e30", "--seeds", "2", "--quiet", "--out", out) == 0
+    with Store(out / "store.sqlite", readonly=True) as st:
+        fails = st.failures()
+    assert len(fails) == 2 and all(f["reason"] == "NumericalError: loss diverged (lr=1e+30)" for f in fails)
+
+
+# ----------------------------------------------------------------------------------------
+# bad inputs: one line, exit 2, no run directory
+
+def assert_user_error(capsys, out, needle: str) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("robustlab: error: ") and err.count("\n") == 1, err
+    assert needle in err, err
+    assert not out.exists()
+    return err
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--grid", "lr=0.1:0.5"], "lo:hi:n"),
+    (["--grid", "lr"], "expected key=v1,v2"),
+    (["--grid", "lr=0.1:x:3"], "numbers"),
+    (["--grid", "learning_rate=0.1,0.2"], "unknown key for study 'smoke'"),
+    (["--grid", "lr="], "empty"),
+    (["--grid", "lr=,"], "empty"),
+    (["--grid", "lr=abc"], "expected a number"),
+    (["--grid", "lr=0.1,-1"], "lr=-1.0 is not allowed"),
+    (["--grid", "dataset=digits,cifar"], "one of digits, mnist5k"),
+    (["--workers", "0"], "workers=0"),
+    (["--threads", "0"], "threads=0"),
+    (["--backend", "slurm"], "one of local, ray"),
+    (["--ray-address", "127.0.0.1:1"], "without --backend ray"),
+    (["--resume"], "--resume needs an existing run"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, needle):
+    out = tmp_path / "never"
+    assert run_cli("run", "smoke", "--out", out, *extra) == 2
+    assert_user_error(capsys, out, needle)
+
+
+def test_resuming_with_another_thread_count_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert run_cli("run", "smoke", "--seeds", "1", "--quiet", "--out", out) == 0
+    capsys.readouterr()
+    assert run_cli("run", "smoke", "--seeds", "1", "--quiet", "--out", out, "--threads", "2") == 2
+    assert "started with threads=1" in capsys.readouterr().err
+
+
+def test_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # `import ray` now fails
+    out = tmp_path / "never"
+    assert run_cli("run", "smoke", "--out", out, "--backend", "ray") == 2
+    assert_user_error(capsys, out, "pip install 'robustlab[ray]'")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_ray_address_fails_fast(tmp_path, capsys):
+    pytest.importorskip("ray")
+    out = tmp_path / "never"
+    t0 = time.monotonic()
+    rc = run_cli("run", "smoke", "--out", out, "--backend", "ray", "--ray-address", f"127.0.0.1:{_closed_port()}")
+    assert rc == 2 and time.monotonic() - t0 < 30
+    assert_user_error(capsys, out, "cannot reach it")
+
+
+@pytest.mark.slow
+def test_a_ray_address_that_answers_but_is_no_ray_cluster_fails_within_30s(tmp_path, capsys):
+    pytest.importorskip("ray")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+
+    def accept_and_hold():  # takes connections and never says a word
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept_and_hold, daemon=True).start()
+    out = tmp_path / "never"
+    t0 = time.monotonic()
+    try:
+        rc = run_cli("run", "smoke", "--out", out, "--backend", "ray",
+                     "--ray-address", f"127.0.0.1:{server.getsockname()[1]}")
+    finally:
+        server.close()
+        for c in held:
+            c.close()
+    elapsed = time.monotonic() - t0
+    assert rc == 2 and elapsed <= backends.RAY_PROBE_TIMEOUT_S + 10, elapsed
+    assert_user_error(capsys, out, "ray_address=")
+
+
+def test_reproduce_checks_the_backend_before_making_its_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)
+    out = tmp_path / "never"
+    assert run_cli("reproduce", "--out", out, "--backend", "ray") == 2
+    assert_user_error(capsys, out, "robustlab[ray]")
+
+
+def test_results_jsonl_rows_are_sorted_json(tmp_path):
+    out = tmp_path / "run"
+    assert run_cli("run", "smoke", "--seeds", "1", "--quiet", "--out", out, "--set", "epochs=2") == 0
+    line = (out / "results.jsonl").read_text().splitlines()[0]
+    assert line == json.dumps(json.loads(line), sort_keys=True)
