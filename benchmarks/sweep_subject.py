@@ -23,7 +23,7 @@ class TwoLayerConfig(Config):
     study = "bench-two-layer"
     n: int = param(200, "training samples", ge=1)
     d: int = param(64, "input dimension", ge=1)
-    width: int = param(16, "hidden ReLU units", ge=1)
+    width: int = param(8, "hidden ReLU units", ge=1)
     steps: int = param(300, "full-batch GD steps", ge=1)
     lr: float = param(0.5, "learning rate", gt=0)
 
@@ -39,19 +39,26 @@ def _data(cfg: TwoLayerConfig) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def run_points(cfgs: list[TwoLayerConfig], device: str = "cpu") -> list:
-    """f(x) = a·relu(W x)/m, logistic loss, GD on (W, a); E = len(cfgs) seeds in one pass."""
+    """f(x) = a·relu(W x)/m, logistic loss, GD on (W, a); E = len(cfgs) seeds in one pass.
+
+    The E first layers are laid side by side as one (d, E·m) matrix, so the forward and
+    backward passes are single GEMMs over the shared inputs rather than E small ones.
+    """
     base = cfgs[0]
-    x, y = _data(base)
-    E, m = len(cfgs), base.width
-    W = torch.stack([torch.randn(base.d, m, generator=make_generator(c.seed, "W")) / base.d ** 0.5
+    x, y = _data(base)  # (N, d), (N,)
+    E, m, d = len(cfgs), base.width, base.d
+    W = torch.stack([torch.randn(d, m, generator=make_generator(c.seed, "W")) / d ** 0.5
                      for c in cfgs]).requires_grad_(True)  # (E, d, m)
-    a = torch.stack([torch.randn(m, 1, generator=make_generator(c.seed, "a")) for c in cfgs]
-                    ).requires_grad_(True)  # (E, m, 1)
+    a = torch.stack([torch.randn(m, generator=make_generator(c.seed, "a")) for c in cfgs]
+                    ).requires_grad_(True)  # (E, m)
+
+    def forward(W: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(x @ W.transpose(0, 1).reshape(d, E * m)).view(-1, E, m)  # (N, E, m)
+        return torch.einsum("nem,em->en", h, a) / m  # (E, N)
+
     losses = []
     for _ in range(base.steps):
-        h = torch.relu(torch.matmul(x, W))  # (E, N, m): x broadcasts over E
-        f = torch.bmm(h, a).squeeze(-1) / m  # (E, N)
-        loss = torch.nn.functional.softplus(-y * f).mean(1)  # (E,) logistic loss
+        loss = torch.nn.functional.softplus(-y * forward(W, a)).mean(1)  # (E,) logistic loss
         gW, ga = torch.autograd.grad(loss.sum(), (W, a))
         with torch.no_grad():
             W -= base.lr * m * gW  # mean-field scaling of the step
@@ -59,7 +66,7 @@ def run_points(cfgs: list[TwoLayerConfig], device: str = "cpu") -> list:
         losses.append(loss.detach())
     L = torch.stack(losses, 1)  # (E, steps)
     with torch.no_grad():
-        acc = ((torch.bmm(torch.relu(torch.matmul(x, W)), a).squeeze(-1) * y) > 0).float().mean(1)
+        acc = ((forward(W, a) * y) > 0).float().mean(1)  # (E,)
     out = []
     for e in range(E):
         if not torch.isfinite(L[e]).all():

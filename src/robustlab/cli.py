@@ -104,7 +104,17 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _early_workers(args: argparse.Namespace) -> None:
+    """With --workers N, start the workers' fork server before the heavy imports below, so
+    that its imports (torch, the studies) run alongside ours."""
+    if args.backend == "local" and args.workers > 1:
+        from .sweep.backends import start_fork_server
+
+        start_fork_server(["robustlab.studies", "robustlab.report.plots"])
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _early_workers(args)
     from .report.html import claim_table_text
     from .studies import get_study
     from .studies.base import execute, plan
@@ -127,6 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    _early_workers(args)
     from .studies.reproduce import reproduce
     from .sweep.backends import prepare
 

@@ -78,7 +78,7 @@ class Attack:
         return self.threat.eps
 
     def with_eps(self, eps: float) -> Attack:
-        """The same attack with budget ``eps`` (step sizes scale with ε; see subclasses)."""
+        """The same attack with budget ``eps`` (PGD also rescales its step size; see there)."""
         return dataclasses.replace(self, threat=type(self.threat)(eps))
 
     def run(

@@ -114,7 +114,7 @@ def check_labels(out: torch.Tensor, y: torch.Tensor) -> None:
         if not bool(((y == 1) | (y == -1)).all()):
             raise ValueError("a binary model (outputs (N,) or (N, 1)) needs labels in {-1, +1}")
         f = out.detach()
-        if n >= 4 and bool((y == 1).any() & (y == -1).any() & (f.min() >= 0) & (f.max() <= 1)):
+        if n >= 16 and bool((y == 1).any() & (y == -1).any() & (f.min() >= 0) & (f.max() <= 1)):
             warn_once(
                 "sigmoid",
                 "binary scores all lie in [0, 1] although both labels occur: this looks like a "

@@ -141,6 +141,9 @@ def min_flip_along_gradient(
         raise ValueError(f"tol={tol!r} is not allowed: a number > 0")
     x = x.detach()
     N = x.shape[0]
+    if N == 0:
+        empty = x.new_zeros(0)
+        return MinFlipResult(empty, empty, empty, empty.bool(), None if y is None else empty.bool())
     with checks.eval_mode(model), checks.frozen_params(model):
         with torch.enable_grad():
             xg = x.clone().requires_grad_(True)

@@ -67,6 +67,8 @@ def _ranked_loss_and_grad(
     else:
         with torch.no_grad():
             out = model(x)
+            if check:
+                checks.check_labels(out, y)
             value, g = loss_fn(out, y), None
     out, value = out.detach(), value.detach()
     ok = correct(out, y)

@@ -20,6 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 import torch
+from matplotlib.ticker import NullLocator
 
 from ..attacks import min_flip_along_gradient
 from ..config import param
@@ -264,8 +265,11 @@ def _band(ax, stats: pd.DataFrame, *, color, label, marker="o"):
     ax.fill_between(xs, lo, mean + sp, color=color, alpha=0.18, lw=0)
 
 
-def _panel_row(axes, df: pd.DataFrame, by: str, fmt, theory: bool, title: str) -> None:
+def _panel_row(axes, df: pd.DataFrame, by: str, fmt, theory: dict[str, float] | None, title: str) -> None:
+    """Three log–log panels (‖∇f‖, η, ‖δ‖/‖x‖ against d), one curve per level of ``by``;
+    ``theory`` maps a quantity to the slope drawn (dashed) through the largest-d point."""
     levels = sorted(df[by].dropna().unique())
+    ds = sorted(int(v) for v in df["d"].unique())
     for j, (value, name, std) in enumerate(PANELS):
         ax = axes[j]
         anchor = None
@@ -275,14 +279,15 @@ def _panel_row(axes, df: pd.DataFrame, by: str, fmt, theory: bool, title: str) -
                 continue
             _band(ax, st, color=COLORS[i % len(COLORS)], label=fmt(lev))
             anchor = anchor or (float(st.index[-1]), float(st["mean"].iloc[-1]))
-        ds = sorted(df["d"].unique())
         if theory and anchor and len(ds) > 1:
             if value == "grad":
-                theory_line(ax, ds, 0.5, 1.0, math.sqrt(0.5), "√(d/2) (init, no bias)")
+                theory_line(ax, ds, 0.5, 1.0, math.sqrt(0.5), "√(d/2) (at init)")
             else:
-                theory_line(ax, ds, THEORY[value], *anchor, f"d^{THEORY[value]:g}")
+                theory_line(ax, ds, theory[value], *anchor, f"d^{theory[value]:g}")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(ds, [str(v) for v in ds])
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("input dimension d")
         ax.set_ylabel(name)
         ax.set_title(title, fontsize=8)
@@ -299,7 +304,9 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     if rows:
         fig, axes = subplots(len(rows), 3, squeeze=False)
         for i, (name, sub) in enumerate(rows):
-            _panel_row(axes[i], sub, "m", lambda v: f"m={int(v)}", True,
+            # raw pixels: ‖x‖ ∝ √d, and f is (nearly) 1-homogeneous in x, so η ∝ ‖x‖/d ∝ d^−1/2
+            slopes = THEORY if name == "unit sphere" else {**THEORY, "eta": -0.5}
+            _panel_row(axes[i], sub, "m", lambda v: f"m={int(v)}", slopes,
                        f"{name}, C0={c0_ref:g}, bias={'/'.join(sorted({str(b) for b in sub['bias']}))}")
         label_panels(axes)
         save(fig, ctx.figdir / "vs_d.png")
@@ -308,19 +315,23 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
             "Mean over seeds and correctly classified test points, band ±1 std over points and seeds; "
             "dashed: the theorem's slopes (‖∇f‖ ≈ √(d/2) at init, η ∝ 1/d, ‖δ‖/‖x‖ ∝ d^−1/2). Top row: "
             "unit-sphere inputs (the theorem's setting, where the slopes are checked); bottom row: raw "
-            "pixels with biases (the authors' main experiment), where ‖x‖ itself grows like √d."))
+            "pixels with biases (the authors' main experiment), where ‖x‖ itself grows like √d, so the "
+            "same theorem predicts η ∝ ‖x‖/d ∝ d^−1/2 there."))
     c0_runs = sph.groupby(["m"]).filter(lambda g: g["C0"].nunique() >= 2)
     if len(c0_runs):
         m_ref = int(c0_runs["m"].value_counts().idxmax())
         sub = c0_runs[c0_runs["m"] == m_ref]
         fig, axes = subplots(1, 4, squeeze=False)
-        _panel_row(axes[0][:3], sub, "C0", lambda v: f"C0={v:g}", False, f"unit sphere, m={m_ref}")
+        _panel_row(axes[0][:3], sub, "C0", lambda v: f"C0={v:g}", None, f"unit sphere, m={m_ref}")
         ax = axes[0][3]
         for i, (d, g) in enumerate(sub.groupby("d")):
             st = _pooled(g, "C0", "delta", "delta_std")
             _band(ax, st, color=COLORS[i % len(COLORS)], label=f"d={int(d)}")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        c0s = sorted(float(v) for v in sub["C0"].unique())
+        ax.set_xticks(c0s, [f"{v:g}" for v in c0s])
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlabel("C0 (ball radius C0/√m)")
         ax.set_ylabel("‖δ‖")
         ax.legend(fontsize=7)

@@ -38,7 +38,7 @@ from .progress import Progress
 from .runner import SweepOptions, failed_entries, run_group
 from .store import Store
 
-__all__ = ["execute", "prepare", "ray_shutdown", "RAY_PROBE_TIMEOUT_S"]
+__all__ = ["execute", "prepare", "start_fork_server", "ray_shutdown", "RAY_PROBE_TIMEOUT_S"]
 
 RunFn = Callable[[list[Config], str], list[Any]]
 Describe = Callable[[list[Config]], str]
@@ -95,16 +95,32 @@ def prepare(options: SweepOptions) -> None:
 # ----------------------------------------------------------------------------------------
 # local: a process pool
 
+_PRELOAD = ["torch", "robustlab.sweep.runner"]
+
+
+def start_fork_server(modules: list[str] = ()) -> None:
+    """Start the fork server now, importing torch and ``modules`` in the background.
+
+    Worker processes fork from it with those imports done; importing torch and a study
+    takes seconds, so the CLI calls this first thing, and the server's imports overlap the
+    driver's own. A no-op where there is no fork server or it already runs.
+    """
+    if "forkserver" not in mp.get_all_start_methods():
+        return
+    from multiprocessing import forkserver
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD + [m for m in modules if m not in _PRELOAD])
+    forkserver.ensure_running()
+
+
 def _mp_context(fn: RunFn) -> Any:
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
-    # the fork server imports these once; every worker forked from it starts with them
-    preload = ["torch", "robustlab.sweep.runner"]
     module = getattr(fn, "__module__", None)
-    if module and module != "__main__":
-        preload.append(module)
-    ctx.set_forkserver_preload(preload)
+    # takes effect only if the server is not running yet (else start_fork_server chose)
+    ctx.set_forkserver_preload(_PRELOAD + ([module] if module and module != "__main__" else []))
     return ctx
 
 

@@ -43,10 +43,11 @@ class SGDSpec:
     multiplied by ``lr_gamma`` at ``decay_start`` and every ``lr_step`` epochs after it
     (``lr_step = 0``: a single decay).
 
-    ``target_loss > 0`` evaluates every copy's training loss (a full pass) at the end of each
-    epoch and reports the first epoch at which it is ``<= target_loss`` — the moment to
-    compare copies at equal training loss rather than equal time; ``stop_at_target``
-    also freezes a copy from then on.
+    ``target_loss > 0`` reports, per copy, the first epoch whose running training loss (the
+    mean over the epoch's minibatches, free to compute; it lags the current loss, so the
+    copy is at or below the target then) is ``<= target_loss`` — the moment to compare
+    copies at equal training loss rather than equal time; ``stop_at_target`` also freezes
+    a copy from then on.
     """
 
     epochs: int
@@ -218,8 +219,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         if not finite.any():  # every copy diverged: nothing left to learn
             break
         if spec.target_loss > 0:
-            full, _ = evaluate(model, x, y, spec.loss, E=E)
-            newly = (full.cpu() <= spec.target_loss) & (reached == 0)
+            newly = (loss_t[:, t] <= spec.target_loss) & (reached == 0)
             if newly.any():
                 reached[newly] = t + 1
                 if on_target is not None:

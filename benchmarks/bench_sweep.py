@@ -1,0 +1,150 @@
+"""Sweep benchmarks, measured side by side in one run.
+
+1. A 32-seed grid of one small study point, three ways:
+   * batched ensemble — the sweep groups the 32 seeds into one call (E = 32);
+   * plain loop       — the same sweep with grouping off: 32 calls with E = 1, in-process;
+   * one process per point — a fresh Python process per seed (interpreter, imports, data,
+     one E = 1 point), as a shell loop or a job array would do; timed on a few seeds and
+     scaled to 32 (it excludes writing a report per point, so it flatters this way).
+   Subjects: a two-layer ReLU network sized like SPEC study A's prototype (N = 200,
+   d = 64, m = 8, 300 GD steps; benchmarks/sweep_subject.py) and the smoke study as it is.
+2. The local backend with 2 workers vs 1 on a grid of independent smoke points (one seed
+   each, so nothing to batch), pool start-up included.
+
+The machine may be shared: the load average is printed around each part, and a
+calibration measures how much parallel CPU two processes actually get right now.
+
+    python benchmarks/bench_sweep.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import torch  # noqa: E402
+from sweep_subject import TwoLayerConfig  # noqa: E402
+from sweep_subject import run_points as two_layer_run  # noqa: E402
+
+from robustlab.studies.smoke import SmokeConfig  # noqa: E402
+from robustlab.studies.smoke import run_points as smoke_run  # noqa: E402
+from robustlab.sweep.runner import SweepOptions, run_sweep  # noqa: E402
+from robustlab.sweep.store import Store  # noqa: E402
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
+    [str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load avg {one:.2f} (1 min) {five:.2f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def timed_sweep(points, fn, *, ensemble: bool, workers: int = 1) -> tuple[float, list]:
+    with tempfile.TemporaryDirectory() as d, Store(Path(d) / "s.sqlite") as st:
+        t0 = time.perf_counter()
+        run_sweep(points, fn, st, SweepOptions(workers=workers, quiet=True), ensemble=ensemble)
+        seconds = time.perf_counter() - t0
+        assert st.count("done") == len(points), "a benchmark point failed"
+        return seconds, st.table()
+
+
+_ONE_POINT = ("import importlib, sys\n"
+              "from robustlab.sweep.runner import run_group\n"
+              "m = importlib.import_module(sys.argv[1])\n"
+              "cfg = getattr(m, sys.argv[2])(seed=int(sys.argv[3]))\n"
+              "(e,) = run_group(m.run_points, [cfg], 'cpu', threads=1)\n"
+              "assert e['status'] == 'done', e\n")
+
+
+def process_per_point(module: str, cls: str, n_sample: int) -> float:
+    """Mean wall time of one fresh process running one point."""
+    times = []
+    for seed in range(n_sample):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _ONE_POINT, module, cls, str(seed)], env=ENV, check=True)
+        times.append(time.perf_counter() - t0)
+    return sum(times) / len(times)
+
+
+def _spin_seconds(n_procs: int, iters: int) -> float:
+    code = f"x = 0\nfor i in range({iters}):\n    x += i\n"
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n_procs)]
+    for p in procs:
+        p.wait()
+    return time.perf_counter() - t0
+
+
+def calibrate(iters: int) -> float:
+    """How many CPUs' worth two busy processes get now: 2 on an idle 2-core box."""
+    one = _spin_seconds(1, iters)
+    two = _spin_seconds(2, iters)
+    return 2 * one / two
+
+
+def ensemble_part(name: str, module: str, cls: type, fn, n_seeds: int, n_sample: int) -> dict:
+    points = [cls(seed=s) for s in range(n_seeds)]
+    fn(points[:1], "cpu")  # warm caches (data, allocator) for both in-process timings
+    t_ens, table_ens = timed_sweep(points, fn, ensemble=True)
+    t_loop, _ = timed_sweep(points, fn, ensemble=False)
+    t_proc = process_per_point(module, cls.__name__, n_sample) * n_seeds
+    assert len(table_ens) == n_seeds
+    print(f"  {name:<34} ensemble {t_ens:6.2f}s | loop {t_loop:6.2f}s | "
+          f"process/point {t_proc:6.1f}s (from {n_sample} runs)")
+    print(f"  {'':<34} loop/ensemble {t_loop / t_ens:5.1f}x   process/ensemble {t_proc / t_ens:6.1f}x   "
+          f"process/loop {t_proc / t_loop:5.1f}x")
+    return {"ensemble": t_ens, "loop": t_loop, "process": t_proc}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller workloads (a sanity check, not a measurement)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    n_seeds = 32
+    n_sample = 2 if args.quick else 3
+    n_points, epochs = (6, 300) if args.quick else (16, 1200)
+
+    print(f"robustlab sweep benchmarks — torch {torch.__version__}, threads per point 1")
+    cap = calibrate(10_000_000 if args.quick else 30_000_000)
+    print(f"machine: {load()}; two busy processes get {cap:.2f} CPUs now (2.00 = idle 2-core box)")
+
+    print(f"\n1. {n_seeds} seeds of one small point: batched ensemble vs plain loop vs process per point")
+    print(f"   before: {load()}")
+    r1 = ensemble_part("two-layer net (N=200,d=64,m=8,300 st)", "sweep_subject", TwoLayerConfig,
+                       two_layer_run, n_seeds, n_sample)
+    r2 = ensemble_part("smoke study (digits, 30 epochs)", "robustlab.studies.smoke", SmokeConfig,
+                       smoke_run, n_seeds, n_sample)
+    print(f"   after:  {load()}")
+
+    print(f"\n2. local backend, 2 workers vs 1: {n_points} independent smoke points ({epochs} epochs each)")
+    print(f"   before: {load()}")
+    pts = [SmokeConfig(lr=round(0.05 + 0.05 * i, 4), epochs=epochs) for i in range(n_points)]
+    smoke_run(pts[:1], "cpu")
+    t1, tab1 = timed_sweep(pts, smoke_run, ensemble=True, workers=1)
+    t2, tab2 = timed_sweep(pts, smoke_run, ensemble=True, workers=2)
+    assert tab1 == tab2, "1 and 2 workers gave different results"
+    print(f"   1 worker {t1:6.2f}s | 2 workers {t2:6.2f}s (pool start-up included; results identical)")
+    print(f"   after:  {load()}")
+    cap_after = calibrate(10_000_000 if args.quick else 30_000_000)
+
+    print("\nsummary (ratios measured side by side in this run)")
+    print(f"  ensemble over loop:            two-layer {r1['loop'] / r1['ensemble']:5.1f}x   "
+          f"smoke {r2['loop'] / r2['ensemble']:5.1f}x   (target >= 8x)")
+    print(f"  ensemble over process/point:   two-layer {r1['process'] / r1['ensemble']:5.1f}x   "
+          f"smoke {r2['process'] / r2['ensemble']:5.1f}x")
+    print(f"  2 workers over 1:              {t1 / t2:5.2f}x   (target >= 1.7x on 2 free cores; "
+          f"CPUs two processes got: {cap:.2f} before, {cap_after:.2f} after)")
+
+
+if __name__ == "__main__":
+    main()
