@@ -82,7 +82,13 @@ def main() -> int:
                 failed = len(store.failures())
             rows.append((n, man["n_points"], failed, sum(c["passed"] for c in claims), len(claims),
                          meta["timings"][n]))
-        same_table = (r.stdout.split("reproduce (preset")[0] == rb.stdout.split("report rebuilt:")[0])
+        table_run = r.stdout.split("reproduce (preset")[0].splitlines()
+        table_rebuild = rb.stdout.split("report rebuilt:")[0].splitlines()
+        same_table = table_run == table_rebuild
+        if not same_table:  # e.g. a study's code changed between the run and the rebuild
+            diff = [(a, b) for a, b in zip(table_run, table_rebuild) if a != b][:3]
+            print("claim tables differ, first lines:", *(f"  run:     {a}\n  rebuild: {b}" for a, b in diff),
+                  sep="\n")
         report = out / "report.html"
         n_figs = report.read_text().count("data:image/png;base64,")
         size_mb = report.stat().st_size / 2**20

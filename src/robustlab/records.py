@@ -45,6 +45,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; records are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -234,7 +234,8 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         ax.set_yscale("log")
         ax.set_xlabel("input dimension d")
         ax.set_ylabel("halving ε")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
         label_panels(axes)
         save(fig, ctx.figdir / "robust_vs_eps.png")
         figs.append(Figure(

@@ -43,11 +43,11 @@ class SGDSpec:
     multiplied by ``lr_gamma`` at ``decay_start`` and every ``lr_step`` epochs after it
     (``lr_step = 0``: a single decay).
 
-    ``target_loss > 0`` reports, per copy, the first epoch whose running training loss (the
-    mean over the epoch's minibatches, free to compute; it lags the current loss, so the
-    copy is at or below the target then) is ``<= target_loss`` — the moment to compare
-    copies at equal training loss rather than equal time; ``stop_at_target`` also freezes
-    a copy from then on.
+    ``target_loss > 0`` reports, per copy, the first epoch after which its training loss (a
+    full pass) is ``<= target_loss`` — the moment to compare copies at equal training loss
+    rather than equal time; ``stop_at_target`` also freezes a copy from then on. The full
+    pass runs only once the running loss of the epoch (free to compute) is within 2× the
+    target for a copy still short of it.
     """
 
     epochs: int
@@ -219,7 +219,11 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         if not finite.any():  # every copy diverged: nothing left to learn
             break
         if spec.target_loss > 0:
-            newly = (loss_t[:, t] <= spec.target_loss) & (reached == 0)
+            near = (loss_t[:, t] <= 2 * spec.target_loss) & (reached == 0)
+            newly = torch.zeros(E, dtype=torch.bool)
+            if near.any():
+                full, _ = evaluate(model, x, y, spec.loss, E=E)
+                newly = near & (full.cpu() <= spec.target_loss)
             if newly.any():
                 reached[newly] = t + 1
                 if on_target is not None:

@@ -1,0 +1,241 @@
+"""Standard and adversarial training of the patch CNN, with the probes of seed 000.
+
+Training (Seed 000, Sec. 2, Alg. 1): gradient descent on the softmax cross-entropy, full
+batch or minibatch SGD. Adversarial training first moves each training point inside the
+ℓ∞ ball of radius ε, then takes the descent step at the moved points:
+
+* ``gradient_step`` — the theory's one step ``x + clip_ε(η̃ ∇ₓ ℓ(x))`` (per-sample gradient);
+* ``fgsm`` — ``x + ε sign(∇ₓ ℓ)``;
+* ``pgd`` — k sign steps with projection (what practice uses).
+
+Probes (every ``probe_every`` steps; Seed 000, Sec. 5): robust-feature learning
+``A_i(t) = max_r ⟨w_{i,r}, u_i⟩`` and non-robust ``B_i(t) = max_r ⟨w_{i,r}, v_i⟩`` (and the
+per-neuron values), the training loss; every ``eval_every`` steps, on held-out data: clean
+accuracy and robust accuracy under the theory's attack ``δ_p = −ε v_y`` on the non-robust
+patches (Prop. 3.2) and under ℓ∞ PGD.
+
+Everything carries the leading ensemble dimension E (independent seeds trained in one pass).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..attacks import FGSM, PGD, FeatureDirection, GradientStep, Linf
+from ..config import ConfigError
+from ..data.patches import Features, PatchData
+from ..errors import NumericalError
+from ..metrics import robust_accuracy
+from ..models.ensemble import Flat, fold, unfold
+from ..models.patch_cnn import PatchCNN
+
+__all__ = ["FeatureTrainSpec", "FeatureHistory", "train_patch_cnn", "crossing_step", "METHODS",
+           "train_attack", "evaluate_patch_cnn"]
+
+METHODS = ("standard", "gradient_step", "fgsm", "pgd")
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureTrainSpec:
+    """How to train and what to record. ``batch_size=0`` means full-batch gradient descent.
+
+    ``pgd_step_size=0`` means ``2.5 ε / pgd_steps`` (Madry et al.'s rule of thumb).
+    """
+
+    method: str = "gradient_step"
+    steps: int = 600
+    lr: float = 1.0
+    batch_size: int = 0
+    eps: float = 0.45
+    eta_tilde: float = 30.0
+    pgd_steps: int = 5
+    pgd_step_size: float = 0.0
+    probe_every: int = 10
+    eval_every: int = 200
+    eval_eps: float = 0.45
+    eval_pgd_steps: int = 10
+    eval_pgd_restarts: int = 1
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError("method", self.method, "one of " + ", ".join(METHODS))
+        for name in ("steps", "probe_every", "eval_every", "pgd_steps", "eval_pgd_restarts"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, getattr(self, name), ">= 1")
+        if self.batch_size < 0:
+            raise ConfigError("batch_size", self.batch_size, ">= 0 (0: full batch)")
+        if self.eval_pgd_steps < 0:
+            raise ConfigError("eval_pgd_steps", self.eval_pgd_steps, ">= 0")
+        for name in ("lr", "eps", "eta_tilde", "pgd_step_size", "eval_eps"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ConfigError(name, v, "a finite value >= 0")
+        if self.lr == 0:
+            raise ConfigError("lr", self.lr, "> 0")
+        if self.method == "gradient_step" and self.eta_tilde == 0:
+            raise ConfigError("eta_tilde", self.eta_tilde, "> 0 for gradient_step training")
+
+
+@dataclasses.dataclass
+class FeatureHistory:
+    """Recorded traces (CPU tensors). Probe traces have T_p entries, evaluations T_e.
+
+    probe_steps (T_p,); A, B (E, T_p, k) = max over neurons; A_neuron, B_neuron
+    (E, T_p, k, m); loss (E, T_p) = training objective at the points trained on (adversarial
+    ones for adversarial training), measured before that step's update;
+    eval_steps (T_e,); clean_acc, feature_acc, pgd_acc (E, T_e).
+    """
+
+    probe_steps: torch.Tensor
+    A: torch.Tensor
+    B: torch.Tensor
+    A_neuron: torch.Tensor
+    B_neuron: torch.Tensor
+    loss: torch.Tensor
+    eval_steps: torch.Tensor
+    clean_acc: torch.Tensor
+    feature_acc: torch.Tensor
+    pgd_acc: torch.Tensor
+
+
+def train_attack(spec: FeatureTrainSpec):
+    """The inner maximisation of adversarial training (None for standard training)."""
+    if spec.method == "standard":
+        return None
+    threat = Linf(spec.eps)
+    if spec.method == "gradient_step":
+        return GradientStep(threat, step=spec.eta_tilde)
+    if spec.method == "fgsm":
+        return FGSM(threat)
+    step = spec.pgd_step_size or 2.5 * spec.eps / spec.pgd_steps
+    return PGD(threat, steps=spec.pgd_steps, step_size=step, random_start=True)
+
+
+def _per_member(ok: torch.Tensor, E: int) -> torch.Tensor:
+    return unfold(ok.float(), E).mean(1)  # (E*N,) -> (E,)
+
+
+def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spec: FeatureTrainSpec,
+                       generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(clean, feature-attack, PGD) accuracy per ensemble member, each (E,).
+
+    The feature attack subtracts ``eval_eps · v_y`` on the non-robust patches of each test
+    point (its own member's ``v``); PGD is ℓ∞ with radius ``eval_eps``, random start, step
+    ``2.5 ε / steps``. Robust accuracy counts a point only if it is also correct when clean.
+    """
+    E = model.E
+    flat = Flat(model, E).eval()
+    x, y = fold(test.x), fold(test.y)
+    with torch.no_grad():
+        clean = (model(test.x).argmax(-1) == test.y).float().mean(1)  # (E,)
+    if spec.eval_eps == 0:
+        return clean, clean.clone(), clean.clone()
+    # every member has its own features: fold (E, N) and pick the row of member e for sample e*N+n
+    member = torch.arange(E, device=x.device).repeat_interleave(test.x.shape[1])
+    dirs = features.v.reshape(E * model.k, model.d)
+    attack = FeatureDirection(spec.eval_eps, dirs)
+    # FeatureDirection indexes dirs by label (member e, class y -> row e*k + y), while
+    # correctness needs the true class: so the attack is called here, not via robust_accuracy
+    with torch.no_grad():
+        x_feat = attack(flat, x, member * model.k + y, bounds=None, mask=fold(test.nonrobust))
+        feat_ok = (flat(x_feat).argmax(-1) == y) & (flat(x).argmax(-1) == y)
+    if spec.eval_pgd_steps > 0:
+        pgd = PGD(Linf(spec.eval_eps), steps=spec.eval_pgd_steps,
+                  step_size=2.5 * spec.eval_eps / spec.eval_pgd_steps, random_start=True,
+                  restarts=spec.eval_pgd_restarts)
+        pgd_ok = robust_accuracy(flat, x, y, pgd, bounds=None, generator=generator, per_sample=True)
+    else:
+        pgd_ok = torch.full_like(feat_ok, False)
+    return clean, _per_member(feat_ok, E), _per_member(pgd_ok, E)
+
+
+def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test: PatchData,
+                    spec: FeatureTrainSpec, *, batch_generator: torch.Generator | None = None,
+                    attack_generator: torch.Generator | None = None,
+                    eval_generator: torch.Generator | None = None) -> FeatureHistory:
+    """Train ``model`` (E copies) in place and return its probe traces.
+
+    ``train.x`` (E, N, P, d); gradient of Σ_e mean_n ℓ, so each copy takes its own GD step.
+    Separate generators for minibatches, training attacks and evaluation attacks keep the
+    training trajectory independent of how often it is evaluated (and make ε = 0
+    adversarial training reproduce standard training bit for bit).
+    """
+    E = model.E
+    N = train.x.shape[1]
+    # no dropout / normalisation: eval mode only silences the attacks' train-mode warning
+    flat = Flat(model, E).eval()
+    attack = train_attack(spec)
+    u, v = features.u.to(model.W.dtype), features.v.to(model.W.dtype)
+    probe_steps, As, Bs, An, Bn, losses = [], [], [], [], [], []
+    eval_steps, cleans, feats, pgds = [], [], [], []
+
+    def probe(t: int, loss: torch.Tensor | None) -> None:
+        a = model.feature_alignment(u)  # (E, k, m)
+        b = model.feature_alignment(v)
+        probe_steps.append(t)
+        An.append(a.cpu())
+        Bn.append(b.cpu())
+        As.append(a.max(-1).values.cpu())
+        Bs.append(b.max(-1).values.cpu())
+        losses.append(loss.detach().cpu() if loss is not None else torch.full((E,), math.nan))
+
+    def evaluate(t: int) -> None:
+        c, f, p = evaluate_patch_cnn(model, features, test, spec, eval_generator)
+        eval_steps.append(t)
+        cleans.append(c.cpu())
+        feats.append(f.cpu())
+        pgds.append(p.cpu())
+
+    for t in range(spec.steps + 1):
+        if t % spec.eval_every == 0 or t == spec.steps:
+            evaluate(t)
+        if t == spec.steps:
+            probe(t, _objective(model, train.x, train.y, attack, spec, flat, attack_generator).detach())
+            break
+        if spec.batch_size and spec.batch_size < N:
+            idx = torch.randperm(N, generator=batch_generator)[: spec.batch_size].to(train.x.device)
+            xb, yb = train.x[:, idx], train.y[:, idx]
+        else:
+            xb, yb = train.x, train.y
+        loss = _objective(model, xb, yb, attack, spec, flat, attack_generator)  # (E,)
+        if t % spec.probe_every == 0:
+            probe(t, loss)
+        if not bool(torch.isfinite(loss).all()):
+            raise NumericalError(f"training loss is not finite at step {t} (lr={spec.lr}, eta_tilde={spec.eta_tilde})")
+        (g,) = torch.autograd.grad(loss.sum(), model.W)
+        with torch.no_grad():
+            model.W -= spec.lr * g
+    return FeatureHistory(
+        probe_steps=torch.tensor(probe_steps), A=torch.stack(As, 1), B=torch.stack(Bs, 1),
+        A_neuron=torch.stack(An, 1), B_neuron=torch.stack(Bn, 1), loss=torch.stack(losses, 1),
+        eval_steps=torch.tensor(eval_steps), clean_acc=torch.stack(cleans, 1),
+        feature_acc=torch.stack(feats, 1), pgd_acc=torch.stack(pgds, 1))
+
+
+def _objective(model: PatchCNN, x: torch.Tensor, y: torch.Tensor, attack, spec: FeatureTrainSpec,
+               flat: Flat, generator: torch.Generator | None) -> torch.Tensor:
+    """Per-member mean cross-entropy (E,) at the (adversarially moved) points ``x`` (E, N, P, d)."""
+    E, k = model.E, model.k
+    if attack is not None:
+        x = unfold(attack(flat, fold(x), fold(y), bounds=None, generator=generator), E)
+    out = model(x)  # (E, N, k)
+    return F.cross_entropy(out.reshape(-1, k), y.reshape(-1), reduction="none").reshape(E, -1).mean(1)
+
+
+def crossing_step(steps: torch.Tensor, A: torch.Tensor, B: torch.Tensor) -> float | None:
+    """First probe step at which ``A > B`` after a probe with ``B > A`` (None if never).
+
+    ``A``, ``B``: (T,) traces of one run (class-averaged). The "two phases" of Seed 000:
+    B leads first, then A overtakes.
+    """
+    led = False
+    for t, a, b in zip(steps.tolist(), A.tolist(), B.tolist()):
+        if b > a:
+            led = True
+        elif led and a > b:
+            return float(t)
+    return None

@@ -1,0 +1,257 @@
+"""The lazy-training studies' claims pass on results that show the paper's effect and fail on
+results that do not; configs refuse bad input; a tiny study runs end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustlab.cli import main
+from robustlab.config import ConfigError
+from robustlab.studies._lazy_common import crossing, log_interp_crossing
+from robustlab.studies.base import Context, load
+from robustlab.studies.lazy_adversarial import (
+    LazyAdversarialConfig,
+    eps_threshold_claim,
+    radius_transition_claim,
+)
+from robustlab.studies.lazy_attack import LazyAttackConfig
+from robustlab.studies.lazy_attack import claims as attack_claims
+
+DS = [25, 64, 144, 324, 784]
+
+
+def _ctx(tmp_path, C0=10.0):
+    return Context(out=tmp_path, figdir=tmp_path, manifest={"base_config": {"C0": C0}}, failures=[])
+
+
+def _attack_df(*, delta_slope=-0.5, grad_slope=0.5, eta_slope=-1.0, c0_power=0.6, acc=0.98,
+               offset=0.99, sphere=True, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m, c0s in ((64, (10.0, 14.0, 20.0)), (256, (10.0,))):
+        for C0 in c0s:
+            for d in DS:
+                for s in range(3):
+                    noise = lambda: float(np.exp(rng.normal(0, 0.05)))  # noqa: E731
+                    k = (C0 / 10) ** c0_power
+                    rows.append({
+                        "dataset": "mnist5k", "sphere": sphere, "bias": False, "size": int(math.isqrt(d)),
+                        "m": m, "C0": C0, "seed": s, "d": d, "test_acc": acc, "offset_ratio": offset,
+                        "left_ball": True,
+                        "delta": 2.0 * k * d ** delta_slope * noise(), "delta_std": 0.01,
+                        "delta_rel": 2.0 * k * d ** delta_slope * noise(), "delta_rel_std": 0.01,
+                        "grad": 0.7 * d ** grad_slope * noise(), "grad_std": 0.1,
+                        "eta": 3.0 * k * d ** eta_slope * noise(), "eta_std": 0.001})
+    return pd.DataFrame(rows)
+
+
+def _by_id(claims):
+    return {c.id: c for c in claims}
+
+
+def test_attack_claims_pass_on_the_papers_effect(tmp_path):
+    got = _by_id(attack_claims(_attack_df(), _ctx(tmp_path)))
+    assert all(c.passed for c in got.values()), {k: c.evidence for k, c in got.items() if not c.passed}
+    fit = got["delta-scaling"].evidence["delta_rel_fits"][0]
+    assert fit["slope"] == pytest.approx(-0.5, abs=0.05)
+    assert fit["ci"][0] < fit["slope"] < fit["ci"][1]
+    assert got["c0-more-robust"].evidence["slope_logdelta_logC0"] == pytest.approx(0.6, abs=0.1)
+
+
+@pytest.mark.parametrize("change, failing", [
+    ({"delta_slope": 0.0}, "delta-scaling"),
+    ({"delta_slope": -1.0}, "delta-scaling"),
+    ({"grad_slope": 0.0}, "grad-eta-scaling"),
+    ({"eta_slope": -0.4}, "grad-eta-scaling"),
+    ({"c0_power": 0.0}, "c0-more-robust"),
+    ({"c0_power": -0.5}, "c0-more-robust"),
+    ({"acc": 0.9}, "lazy-generalise"),
+    ({"offset": 1.3}, "lazy-generalise"),
+])
+def test_attack_claims_fail_without_the_effect(tmp_path, change, failing):
+    got = _by_id(attack_claims(_attack_df(**change), _ctx(tmp_path)))
+    assert not got[failing].passed
+    others = [k for k, c in got.items() if k != failing and not c.passed]
+    assert not others
+
+
+def test_attack_slope_claims_ignore_raw_pixels_and_need_sphere_runs(tmp_path):
+    raw = _attack_df(sphere=False)
+    got = _by_id(attack_claims(raw, _ctx(tmp_path)))
+    assert not got["delta-scaling"].passed and "delta_rel_problem" in got["delta-scaling"].evidence
+    assert got["delta-scaling"].evidence["delta_rel_raw_pixel_fits"]  # shown beside
+    both = pd.concat([_attack_df(), _attack_df(sphere=False, delta_slope=0.2)])
+    assert _by_id(attack_claims(both, _ctx(tmp_path)))["delta-scaling"].passed
+
+
+# ---------------------------------------------------------------------------------------
+# lazy-adversarial
+
+EPS = [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8]
+
+
+def _adv_df(*, threshold=lambda d: 2.3 / math.sqrt(d), steep=6.0, ds=(100, 196, 400, 784), seed=0):
+    """Robust accuracy = clean · logistic drop in log ε around ``threshold(d)``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for d in ds:
+        for s in range(3):
+            t = threshold(d) * float(np.exp(rng.normal(0, 0.05)))
+            for e in EPS:
+                rel = 1 / (1 + (e / t) ** steep)
+                rows.append({"d": d, "eps": e, "seed": s, "R": None, "m": 64, "clean_acc": 0.97,
+                             "robust_acc": 0.97 * rel, "offset_ratio": 1.0, "lazy_radius": 0.625})
+    return pd.DataFrame(rows)
+
+
+def test_eps_threshold_claim_passes_on_a_sharp_d_half_threshold():
+    c = eps_threshold_claim(_adv_df())
+    assert c.passed, c.evidence
+    assert c.evidence["slope"] == pytest.approx(-0.5, abs=0.08)
+    lo, hi = c.evidence["slope_ci"]
+    assert lo < c.evidence["slope"] < hi
+    for p in c.evidence["per_d"]:
+        assert p["eps_half"] == pytest.approx(2.3 / math.sqrt(p["d"]), rel=0.15)
+
+
+@pytest.mark.parametrize("kw", [
+    {"threshold": lambda d: 0.2},  # no dependence on d
+    {"threshold": lambda d: 20.0 / d},  # 1/d, too steep
+    {"steep": 0.8},  # a gradual decline, not a sharp drop
+    {"threshold": lambda d: 5.0},  # never drops inside the grid
+    {"ds": (100, 196)},  # too few dimensions to fit a slope
+])
+def test_eps_threshold_claim_fails_without_the_effect(kw):
+    assert not eps_threshold_claim(_adv_df(**kw)).passed
+
+
+def test_eps_threshold_claim_fails_outside_the_ball():
+    df = _adv_df()
+    df.loc[0, "offset_ratio"] = 1.5
+    assert not eps_threshold_claim(df).passed
+
+
+RS = [0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0]
+
+
+def _radius_df(curve):
+    rows = []
+    for m in (64, 256):
+        for r in RS:
+            for s in range(3):
+                rows.append({"d": 196, "eps": 0.2, "seed": s, "m": m, "R": r, "clean_acc": 0.98,
+                             "robust_acc": curve(r, m), "offset_ratio": 1.0,
+                             "lazy_radius": 5 / math.sqrt(m)})
+    return pd.DataFrame(rows)
+
+
+def test_radius_claim_passes_on_a_phase_transition():
+    c = radius_transition_claim(_radius_df(lambda r, m: 0.9 / (1 + (0.8 / math.sqrt(m / 64) / r) ** 6)))
+    assert c.passed, c.evidence
+    halves = {p["m"]: p["R_half"] for p in c.evidence["per_width"]}
+    assert halves[64] == pytest.approx(0.8, rel=0.1) and halves[256] == pytest.approx(0.4, rel=0.1)
+    assert c.evidence["R_half_vs_m_slope"] == pytest.approx(-0.5, abs=0.05)
+
+
+@pytest.mark.parametrize("curve", [
+    lambda r, m: 0.9,  # robust at every radius: no low phase
+    lambda r, m: 0.05,  # never robust
+    lambda r, m: min(0.9, 0.05 + 0.12 * math.log2(r / 0.0625)),  # a slow rise over 6 octaves
+    lambda r, m: 0.9 / (1 + (0.5 / r) ** 6) if m == 64 else 0.1,  # one width never rises
+])
+def test_radius_claim_fails_without_a_transition(curve):
+    assert not radius_transition_claim(_radius_df(curve)).passed
+
+
+def test_crossings_interpolate_in_log_x():
+    xs = np.array([0.1, 0.2, 0.4])
+    assert log_interp_crossing(xs, np.array([1.0, 0.8, 0.2]), 0.5) == pytest.approx(0.1 * 2 ** 1.5)
+    assert math.isnan(log_interp_crossing(xs, np.array([1.0, 0.9, 0.8]), 0.5))
+    assert log_interp_crossing(xs, np.array([0.3, 0.2, 0.1]), 0.5) == pytest.approx(0.1)
+    assert crossing(xs, [0.0, 0.5, 1.0], 0.75, rising=True) == pytest.approx(0.2 * 2 ** 0.5)
+
+
+# ---------------------------------------------------------------------------------------
+# bad input
+
+@pytest.mark.parametrize("cls", [LazyAttackConfig, LazyAdversarialConfig])
+@pytest.mark.parametrize("kw, field", [
+    ({"classes": (0, 1, 2)}, "classes"),
+    ({"classes": (3, 3)}, "classes"),
+    ({"classes": (0, 12)}, "classes"),
+    ({"size": 1}, "size"),
+    ({"size": 29}, "size"),
+    ({"dataset": "digits", "size": 9}, "size"),
+    ({"C0": 0.0}, "C0"),
+    ({"C0": -1.0}, "C0"),
+    ({"m": 0}, "m"),
+    ({"dataset": "mnist"}, "data_dir"),
+    ({"dataset": "mnist", "data_dir": "/no/such/dir"}, "data_dir"),
+])
+def test_configs_refuse_bad_input(cls, kw, field):
+    with pytest.raises(ConfigError) as err:
+        cls(**kw)
+    assert err.value.field == field
+
+
+def test_config_accepts_upsampling_and_sphere_dimensions():
+    assert LazyAttackConfig(size=40, allow_upsample=True).d == 1600
+    assert LazyAttackConfig(dataset="sphere", dim=50).d == 50
+    assert LazyAttackConfig(dataset="sphere", size=9).d == 81
+
+
+@pytest.mark.parametrize("study", ["lazy-attack", "lazy-adversarial"])
+@pytest.mark.parametrize("arg", ["classes=0,1,2", "classes=0,11", "size=1", "size=30", "C0=0", "m=0"])
+def test_cli_bad_input_exits_2_without_a_run_dir(tmp_path, capsys, study, arg):
+    out = tmp_path / "run"
+    assert main(["run", study, "--set", arg, "--out", str(out), "--quiet"]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("robustlab: error:")
+
+
+def test_cli_size_above_source_in_a_grid_exits_2(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", "lazy-attack", "--grid", "size=8,40", "--out", str(out), "--quiet"]) == 2
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# end to end, tiny
+
+def test_tiny_lazy_attack_run_end_to_end(tmp_path):
+    """The whole pipeline on the embedded digits in seconds (claims are computed, not judged)."""
+    out = tmp_path / "run"
+    rc = main(["run", "lazy-attack", "--out", str(out), "--quiet", "--seeds", "2",
+               "--set", "dataset=digits", "--set", "epochs=3", "--set", "sphere=true",
+               "--grid", "size=4,6,8", "--grid", "m=16", "--grid", "C0=10,20",
+               "--grid", "lr=1.0"])
+    assert rc == 0
+    res = load(out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(res) == manifest["n_points"] and set(res["size"]) == {4, 6, 8}
+    assert (res["offset_ratio"] <= 1 + 1e-4).all()
+    assert {"delta", "grad", "eta", "delta_rel", "test_acc"} <= set(res.columns)
+    assert (out / "figures" / "vs_d.png").exists() and (out / "figures" / "vs_C0.png").exists()
+    ids = {c["id"] for c in json.loads((out / "claims.json").read_text())}
+    assert ids == {"lazy-generalise", "delta-scaling", "grad-eta-scaling", "c0-more-robust"}
+
+
+def test_tiny_lazy_adversarial_run_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    rc = main(["run", "lazy-adversarial", "--out", str(out), "--quiet", "--seeds", "1",
+               "--set", "dataset=digits", "--set", "epochs=2", "--set", "attack_steps=2",
+               "--set", "test_attack_steps=2", "--set", "max_train=64", "--set", "m=16",
+               "--grid", "size=4,8", "--grid", "eps=0.1,0.4", "--grid", "R=none,1.0"])
+    assert rc == 0
+    res = load(out)
+    assert (res["offset_ratio"] <= 1 + 1e-4).all()
+    assert (res["robust_acc"] <= res["clean_acc"]).all()
+    assert (out / "figures" / "robust_vs_eps.png").exists()
+    ids = {c["id"] for c in json.loads((out / "claims.json").read_text())}
+    assert ids == {"eps-threshold", "radius-transition"}

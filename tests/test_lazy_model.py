@@ -1,0 +1,164 @@
+"""The two-layer lazy model, its ball helpers and the sphere-teacher data (Seed 001)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from robustlab.attacks import min_flip_along_gradient
+from robustlab.data import sphere_teacher
+from robustlab.models import Flat, TwoLayerReLU, fold, neuron_offsets, outside_ball, project_to_ball
+from robustlab.utils import make_generator
+
+
+def _model(E=2, m=7, d=5, bias=True, dtype=torch.float64, seed=0):
+    gens = [make_generator(seed + e, "t") for e in range(E)]
+    return TwoLayerReLU.init(gens, m=m, d=d, bias=bias, dtype=dtype)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_forward_matches_the_formula(bias):
+    model = _model(bias=bias)
+    x = torch.randn(2, 4, 5, dtype=torch.float64, generator=make_generator(1))
+    out = model(x).detach()
+    assert out.shape == (2, 4)
+    for e in range(2):
+        for n in range(4):
+            s = 0.0
+            for j in range(model.m):
+                pre = float(model.weight[e, j].detach() @ x[e, n]) + (float(model.bias[e, j].detach()) if bias else 0.0)
+                s += float(model.top[e, j]) * max(pre, 0.0)
+            s = s / math.sqrt(model.m) + float(model.top_bias[e])
+            assert out[e, n].item() == pytest.approx(s, rel=1e-12, abs=1e-12)
+    if not bias:
+        assert torch.all(model.top_bias == 0)
+    else:
+        assert torch.allclose(model.top_bias.abs(), torch.full((2,), 1 / math.sqrt(model.m), dtype=torch.float64))
+    assert set(model.top.unique().tolist()) <= {-1.0, 1.0}
+
+
+def test_closed_form_input_gradient_matches_autograd():
+    model = _model(E=3, m=11, d=6)
+    x = torch.randn(3, 9, 6, dtype=torch.float64, generator=make_generator(2)).requires_grad_(True)
+    (g,) = torch.autograd.grad(model(x).sum(), x)
+    assert torch.allclose(model.input_grad(x.detach()), g, atol=1e-12)
+
+
+def test_each_copy_depends_only_on_its_own_seed():
+    a = TwoLayerReLU.init([make_generator(5, "t"), make_generator(9, "t")], m=4, d=3)
+    b = TwoLayerReLU.init([make_generator(9, "t")], m=4, d=3)
+    assert torch.equal(a.weight[1], b.weight[0]) and torch.equal(a.top[1], b.top[0])
+    assert torch.equal(a.bias[1], b.bias[0]) and torch.equal(a.top_bias[1], b.top_bias[0])
+    assert not torch.equal(a.weight[0], a.weight[1])
+
+
+def test_wrong_input_shape_is_refused():
+    model = _model(E=2, d=5)
+    with pytest.raises(ValueError):
+        model(torch.zeros(3, 4, 5, dtype=torch.float64))
+    with pytest.raises(ValueError):
+        model(torch.zeros(2, 4, 6, dtype=torch.float64))
+
+
+def test_gradient_norm_at_init_is_sqrt_half_d_on_the_sphere():
+    """Seed 001, §3: at init on the unit sphere, E‖∇ₓf‖² = d/2 (no bias; half the neurons on)."""
+    d, m = 40, 20000
+    model = TwoLayerReLU.init([make_generator(3)], m=m, d=d, bias=False, dtype=torch.float64)
+    x = torch.randn(1, 64, d, dtype=torch.float64, generator=make_generator(4))
+    x = x / x.norm(dim=-1, keepdim=True)
+    sq = model.input_grad(x).pow(2).sum(-1)  # (1, 64)
+    # per point: (1/m) Σ_s 1_s ‖w_s‖² + cross terms of mean 0 -> d/2 within a few percent
+    assert sq.mean().item() == pytest.approx(d / 2, rel=0.05)
+
+
+def test_projection_onto_the_ball():
+    model = _model(E=2, m=6, d=4)
+    with torch.no_grad():
+        model.weight.add_(torch.randn(model.weight.shape, dtype=torch.float64, generator=make_generator(7)))
+        model.bias.add_(torch.randn(model.bias.shape, dtype=torch.float64, generator=make_generator(8)))
+    before = neuron_offsets(model).clone()
+    w_before = model.weight.detach().clone()
+    r = torch.tensor([0.5, 100.0], dtype=torch.float64)  # one radius per copy
+    assert outside_ball(model, r).tolist() == [True, False]
+    project_to_ball(model, r)
+    after = neuron_offsets(model)
+    assert torch.all(after[0] <= 0.5 + 1e-12)
+    assert torch.allclose(after[0], before[0].clamp(max=0.5))
+    assert torch.equal(model.weight[1], w_before[1])  # inside: untouched
+    # the projection keeps the direction of the offset
+    dw = model.weight[0] - model.weight0[0]
+    dw0 = w_before[0] - model.weight0[0]
+    cos = torch.nn.functional.cosine_similarity(dw, dw0, dim=-1)
+    assert torch.allclose(cos, torch.ones_like(cos))
+    assert not outside_ball(model, r).any()
+
+
+def test_flat_adapter_gives_exact_per_copy_min_flips():
+    """Attacks see the ensemble through Flat: results equal those of each copy alone."""
+    model = _model(E=2, m=30, d=8, bias=False)
+    x = torch.rand(10, 8, dtype=torch.float64, generator=make_generator(11))
+    with torch.no_grad():
+        y = torch.sign(model(x.expand(2, -1, -1))[0])
+    res = min_flip_along_gradient(Flat(model, 2), fold(x.expand(2, -1, -1)), y.repeat(2), tol=1e-8)
+    single = TwoLayerReLU(model.weight[1:].detach(), model.top[1:], None, None)
+    res1 = min_flip_along_gradient(Flat(single, 1), x, y, tol=1e-8)
+    # copy 0 is correct everywhere (labels are its own signs)
+    assert torch.isfinite(res.delta_norm[:10]).all()
+    a, b = res.delta_norm[10:], res1.delta_norm
+    assert torch.equal(torch.isnan(a), torch.isnan(b))
+    assert torch.allclose(a[~torch.isnan(a)], b[~torch.isnan(b)], atol=1e-7)
+    # copy 0: f has flipped at the reported ‖δ‖ along −sign(f)∇f/‖∇f‖, not 1e-6 before it
+    with torch.no_grad():
+        f = model(x.expand(2, -1, -1))[0]
+        g = model.input_grad(x.expand(2, -1, -1))[0]
+        u = -torch.sign(f)[:, None] * g / g.norm(dim=-1, keepdim=True)
+        t = res.delta_norm[:10, None]
+        after = model((x + t * u).expand(2, -1, -1))[0]
+        before = model((x + (t - 1e-6) * u).expand(2, -1, -1))[0]
+    assert torch.all(after * f <= 0) and torch.all(before * f > 0)
+    assert torch.allclose(res.eta[:10], res.delta_norm[:10] / g.norm(dim=-1))
+
+
+# ---------------------------------------------------------------------------------------
+# sphere-teacher data
+
+def test_sphere_teacher_points_and_labels():
+    s = sphere_teacher(30, n_train=400, n_test=200, seed=1)
+    assert s.x_train.shape == (400, 30) and s.x_test.shape == (200, 30)
+    assert torch.allclose(s.x_train.norm(dim=1), torch.ones(400), atol=1e-6)
+    assert set(s.y_train.unique().tolist()) == {-1.0, 1.0}
+    assert abs(s.y_train.mean().item()) < 0.2  # balanced in expectation
+    again = sphere_teacher(30, n_train=400, n_test=200, seed=1)
+    assert torch.equal(s.x_train, again.x_train) and torch.equal(s.y_test, again.y_test)
+    other = sphere_teacher(30, n_train=400, n_test=200, seed=2)
+    assert not torch.equal(s.x_train, other.x_train)
+
+
+def test_sphere_teacher_margin_separates_classes():
+    """With a margin, no point lies within margin·std of the teacher's decision boundary."""
+    from robustlab.data.sphere import _unit
+
+    plain = sphere_teacher(10, n_train=300, n_test=10, teacher_width=2, seed=3, dtype=torch.float64)
+    wide = sphere_teacher(10, n_train=300, n_test=10, teacher_width=2, margin=0.5, seed=3, dtype=torch.float64)
+    g = make_generator(3, "sphere-teacher", 10, 2)
+    u = _unit(2, 10, g)
+    a = torch.tensor([1.0, -1.0], dtype=torch.float64)
+
+    def teacher(x):
+        return torch.relu(x @ u.T) @ a
+
+    scale = teacher(_unit(4096, 10, g)).std()
+    assert teacher(wide.x_train).abs().min() >= 0.5 * scale
+    assert teacher(plain.x_train).abs().min() < 0.5 * scale
+    assert torch.equal(torch.sign(teacher(wide.x_train)), wide.y_train)
+
+
+def test_sphere_teacher_rejects_bad_arguments():
+    with pytest.raises(ValueError):
+        sphere_teacher(1)
+    with pytest.raises(ValueError):
+        sphere_teacher(5, teacher_width=0)
+    with pytest.raises(ValueError):
+        sphere_teacher(5, margin=-1)

@@ -1,0 +1,124 @@
+"""Training inside the lazy ball: SGD that stops on leaving it, and projected adversarial
+training (Seed 001, §5 and Alg. 1)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from robustlab.data import sphere_teacher
+from robustlab.errors import NumericalError
+from robustlab.models import TwoLayerReLU, neuron_offsets
+from robustlab.train.lazy import adversarial_examples, train_lazy_adversarial, train_lazy_sgd
+from robustlab.utils import make_generator
+
+
+@pytest.fixture(scope="module")
+def data():
+    return sphere_teacher(12, n_train=200, n_test=100, teacher_width=2, margin=0.3, seed=0)
+
+
+def _model(seeds, m=32, d=12, bias=True):
+    return TwoLayerReLU.init([make_generator(s, "init") for s in seeds], m=m, d=d, bias=bias)
+
+
+def _gens(seeds):
+    return [make_generator(s, "order") for s in seeds]
+
+
+@pytest.mark.parametrize("check", ["epoch", "step"])
+def test_sgd_stops_inside_the_ball(data, check):
+    model = _model([0, 1])
+    r = 2.0 / math.sqrt(32)
+    log = train_lazy_sgd(model, data.x_train, data.y_train, radius=r, generators=_gens([0, 1]),
+                         lr=2.0, batch_size=32, max_epochs=50, check=check)
+    assert log.stopped.all()  # a small ball is left well before 50 epochs
+    assert (log.epochs < 50).all()
+    assert (neuron_offsets(model) <= r * (1 + 1e-5)).all()
+    if check == "step":  # the last step inside is kept: some neuron is close to the boundary
+        assert (neuron_offsets(model).amax(1) > 0.5 * r).all()
+
+
+def test_sgd_with_a_large_ball_runs_every_epoch_and_learns(data):
+    model = _model([3])
+    log = train_lazy_sgd(model, data.x_train, data.y_train, radius=1e6, generators=_gens([3]),
+                         lr=1.0, batch_size=32, max_epochs=15)
+    assert not log.stopped.any() and log.epochs.tolist() == [15.0]
+    losses = [h["train_loss"].item() for h in log.history]
+    assert losses[-1] < 0.7 * losses[0]
+    with torch.no_grad():
+        acc = ((model(data.x_test[None]) * data.y_test) > 0).float().mean().item()
+    assert acc > 0.8
+
+
+def test_ensemble_training_equals_training_each_seed_alone(data):
+    """Copies are independent: E=2 in one pass gives each seed's E=1 result."""
+    both = _model([4, 5])
+    log2 = train_lazy_sgd(both, data.x_train, data.y_train, radius=3.0 / math.sqrt(32),
+                          generators=_gens([4, 5]), lr=1.0, batch_size=32, max_epochs=8)
+    for e, s in enumerate([4, 5]):
+        one = _model([s])
+        log1 = train_lazy_sgd(one, data.x_train, data.y_train, radius=3.0 / math.sqrt(32),
+                              generators=_gens([s]), lr=1.0, batch_size=32, max_epochs=8)
+        assert log1.epochs[0] == log2.epochs[e]
+        assert torch.allclose(one.weight[0], both.weight[e], atol=1e-5)
+        assert torch.allclose(one.bias[0], both.bias[e], atol=1e-5)
+
+
+def test_divergence_raises_numerical_error(data):
+    model = _model([0])
+    with pytest.raises(NumericalError):
+        train_lazy_sgd(model, data.x_train * 1e30, data.y_train, radius=1e40, generators=_gens([0]),
+                       lr=1e30, max_epochs=3)
+
+
+def test_bad_arguments(data):
+    with pytest.raises(ValueError):
+        train_lazy_sgd(_model([0]), data.x_train, data.y_train, radius=1.0, generators=_gens([0]),
+                       check="never")
+    with pytest.raises(ValueError):
+        train_lazy_sgd(_model([0, 1]), data.x_train, data.y_train, radius=1.0, generators=_gens([0]))
+
+
+def test_adversarial_training_stays_in_the_ball_and_stops_on_no_gain(data):
+    model = _model([0, 1])
+    r = 1.0 / math.sqrt(32)
+    log = train_lazy_adversarial(model, data.x_train, data.y_train, radius=r, eps=0.1,
+                                 generators=_gens([0, 1]), attack_steps=5, attack_step_size=0.05,
+                                 bounds=(-1.0, 1.0), lr=0.5, patience=2, max_epochs=40)
+    assert (neuron_offsets(model) <= r * (1 + 1e-5)).all()
+    assert log.stopped.all() and (log.epochs < 40).all()
+    accs = torch.stack([h["robust_train_acc"] for h in log.history])  # (epochs, E)
+    for e in range(2):
+        n = int(log.epochs[e])
+        best_before = accs[: n - 2, e].max()
+        assert accs[n - 2: n, e].max() <= best_before + 1e-4  # two epochs without a gain
+
+
+def test_adversarial_examples_respect_ball_and_box(data):
+    model = _model([0, 1])
+    x = data.x_test
+    xa = adversarial_examples(model, x, data.y_test, eps=0.2, steps=10, step_size=0.05, bounds=(-1.0, 1.0))
+    assert xa.shape == (2, *x.shape)
+    assert ((xa - x).norm(dim=-1) <= 0.2 + 1e-5).all() and xa.abs().max() <= 1.0
+    with torch.no_grad():
+        clean = (model(x.expand(2, -1, -1)) * data.y_test > 0).float().mean()
+        adv = (model(xa) * data.y_test > 0).float().mean()
+    assert adv < clean  # the attack hurts
+    zero = adversarial_examples(model, x, data.y_test, eps=0.0, steps=10)
+    assert torch.equal(zero[0], x)
+
+
+def test_eps_zero_adversarial_training_is_projected_sgd(data):
+    """With ε = 0 the robust training accuracy is the clean training accuracy."""
+    model = _model([2])
+    log = train_lazy_adversarial(model, data.x_train, data.y_train, radius=1e6, eps=0.0,
+                                 generators=_gens([2]), attack_steps=3, lr=1.0, patience=50,
+                                 max_epochs=5)
+    with torch.no_grad():
+        acc = ((model(data.x_train[None]) * data.y_train) > 0).float().mean().item()
+    assert log.epochs.tolist() == [5.0]
+    assert acc > 0.8
+    assert log.history[-1]["robust_train_acc"].item() > 0.8
