@@ -88,20 +88,20 @@ def process_per_point(module: str, cls: str, n_sample: int) -> float:
     return sum(times) / len(times)
 
 
-def _spin_seconds(n_procs: int, iters: int) -> float:
-    code = f"x = 0\nfor i in range({iters}):\n    x += i\n"
-    t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n_procs)]
-    for p in procs:
-        p.wait()
-    return time.perf_counter() - t0
+_SPIN = ("import sys, time\n"
+         "t, c = time.perf_counter(), time.process_time()\n"
+         "x = 0\n"
+         "for i in range(int(sys.argv[1])):\n"
+         "    x += i\n"
+         "print((time.process_time() - c) / (time.perf_counter() - t))\n")
 
 
 def calibrate(iters: int) -> float:
-    """How many CPUs' worth two busy processes get now: 2 on an idle 2-core box."""
-    one = _spin_seconds(1, iters)
-    two = _spin_seconds(2, iters)
-    return 2 * one / two
+    """How many CPUs' worth two busy processes get right now (2.00 on an idle 2-core box):
+    the sum over two concurrent spinners of their CPU time over their wall time."""
+    procs = [subprocess.Popen([sys.executable, "-c", _SPIN, str(iters)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    return sum(float(p.communicate()[0]) for p in procs)
 
 
 def ensemble_part(name: str, module: str, cls: type, fn, n_seeds: int, n_sample: int) -> dict:
@@ -151,6 +151,8 @@ def main() -> None:
     print(f"   1 worker:  {w1[0]:6.2f}s end to end, sweep {w1[1]:6.2f}s")
     print(f"   2 workers: {w2[0]:6.2f}s end to end, sweep {w2[1]:6.2f}s (pool start-up included; "
           "results.jsonl byte-identical)")
+    print(f"   2 workers' sweep minus half the 1-worker sweep (start-up and imbalance): "
+          f"{w2[1] - w1[1] / 2:5.2f}s")
     print(f"   after:  {load()}")
     cap_after = calibrate(10_000_000 if args.quick else 30_000_000)
 

@@ -242,6 +242,9 @@ def test_tiny_lazy_attack_run_end_to_end(tmp_path):
     assert ids == {"lazy-generalise", "delta-scaling", "grad-eta-scaling", "c0-more-robust"}
 
 
+# a 2-epoch, 16-neuron model can output positive scores in [0, 1] for every point, which the
+# attacks' sanity check takes for probabilities; that is expected here
+@pytest.mark.filterwarnings("ignore::robustlab.attacks.EvaluationWarning")
 def test_tiny_lazy_adversarial_run_end_to_end(tmp_path):
     out = tmp_path / "run"
     rc = main(["run", "lazy-adversarial", "--out", str(out), "--quiet", "--seeds", "1",
@@ -255,3 +258,29 @@ def test_tiny_lazy_adversarial_run_end_to_end(tmp_path):
     assert (out / "figures" / "robust_vs_eps.png").exists()
     ids = {c["id"] for c in json.loads((out / "claims.json").read_text())}
     assert ids == {"eps-threshold", "radius-transition"}
+
+
+@pytest.mark.vision
+def test_lazy_attack_reads_torchvision_mnist_from_data_dir(tmp_path):
+    """dataset=mnist reads the standard MNIST files under data_dir (written here, tiny)."""
+    pytest.importorskip("torchvision")
+    import struct
+
+    from robustlab.studies.lazy_attack import run_points
+
+    rng = np.random.default_rng(0)
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for prefix, n in (("train", 60), ("t10k", 20)):
+        x = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+        y = (np.arange(n) % 10).astype(np.uint8)
+        for name, arr, magic in (("images-idx3", x, 0x803), ("labels-idx1", y, 0x801)):
+            with open(raw / f"{prefix}-{name}-ubyte", "wb") as fh:
+                fh.write(struct.pack(">I", magic))
+                for dim in arr.shape:
+                    fh.write(struct.pack(">I", dim))
+                fh.write(arr.tobytes())
+    cfg = LazyAttackConfig(dataset="mnist", data_dir=str(tmp_path), size=6, m=8, epochs=2, classes=(3, 7))
+    (rows,) = run_points([cfg], "cpu")
+    assert rows[0]["d"] == 36 and rows[0]["offset_ratio"] <= 1 + 1e-4
+    assert rows[0]["x_norm"] == pytest.approx(1.0, abs=1e-5)  # sphere normalisation (default)

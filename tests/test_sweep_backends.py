@@ -50,6 +50,45 @@ def test_pool_and_in_process_runs_are_byte_identical(tmp_path):
 
 
 @dataclasses.dataclass(frozen=True)
+class SumConfig(Config):
+    study = "sum-test"
+    n: int = param(4_000_000, "how many numbers to add up")
+
+
+def big_sum(cfgs: list[SumConfig], device: str) -> list:
+    """A float32 sum of millions of numbers: torch splits it over its threads, so its low
+    bits depend on the thread count."""
+    out = []
+    for c in cfgs:
+        x = torch.randn(c.n, generator=torch.Generator().manual_seed(c.seed))
+        out.append([{"sum": float(x.sum())}])
+    return out
+
+
+def test_the_thread_count_changes_bits_and_the_sweep_pins_it(tmp_path):
+    pts = [SumConfig(seed=s) for s in range(4)]
+    old = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = big_sum(pts, "cpu")
+        torch.set_num_threads(2)
+        two = big_sum(pts, "cpu")
+        with Store(tmp_path / "a.sqlite") as st:  # in-process, the driver left at 2 threads
+            run_sweep(pts, big_sum, st, SweepOptions(quiet=True))
+            in_process = st.table()
+    finally:
+        torch.set_num_threads(old)
+    if one == two:
+        pytest.skip("this machine's torch adds up the same bits with 1 and 2 threads")
+    with Store(tmp_path / "b.sqlite") as st:
+        run_sweep(pts, big_sum, st, SweepOptions(workers=2, quiet=True))
+        pool = st.table()
+    assert in_process == pool
+    assert [json.loads(r[3])[0]["sum"] for r in sorted(in_process, key=lambda r: json.loads(r[1])["seed"])] == \
+        [rows[0]["sum"] for rows in one]
+
+
+@dataclasses.dataclass(frozen=True)
 class CrashConfig(Config):
     study = "crash-test"
     x: float = param(1.0, "a number")

@@ -6,3 +6,6 @@ __all__ = ["Flat", "fold", "unfold"]
 from .two_layer import TwoLayerReLU, neuron_offsets, outside_ball, project_to_ball  # noqa: E402
 
 __all__ += ["TwoLayerReLU", "neuron_offsets", "outside_ball", "project_to_ball"]
+from .deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble, init_variance  # noqa: E402
+
+__all__ += ["INITS", "ConvNet", "DeepMLP", "ResNet", "VmapEnsemble", "init_variance"]

@@ -21,11 +21,10 @@ import torch
 from ..config import Config, ConfigError, param
 from ..data import SPHERE_BOUNDS, Split, load_images, resize, sphere_teacher
 from ..models.two_layer import TwoLayerReLU
-from ..report.plots import fit_power_law
 from ..utils import make_generator
 
 __all__ = ["LazyConfig", "SOURCES", "load_data", "build_model", "radius_of", "input_bounds",
-           "slope_evidence", "crossing", "log_interp_crossing", "point_ids", "seed_table", "neuron_params"]
+           "neuron_params", "crossing", "log_interp_crossing", "point_ids", "describe_family"]
 
 # Source image side and label set of each image dataset (checked before anything runs).
 SOURCES: dict[str, tuple[int, tuple[int, ...]]] = {
@@ -55,7 +54,7 @@ class LazyConfig(Config):
     m: int = param(256, "width: hidden neurons", ge=1)
     bias: bool = param(True, "hidden biases b_s ~ N(0,1) and a fixed top bias ±1/√m (authors' code); "
                              "false is the theorem's model")
-    C0: float = param(10.0, "lazy ball radius C0/√m per neuron (Seed 001, Def. 2.1)", gt=0)
+    C0: float = param(10.0, "lazy ball radius C0/√m per neuron, bias included (Seed 001, Def. 2.1)", gt=0)
     R: float | None = param(None, "absolute per-neuron radius; overrides C0/√m when set", gt=0)
 
     def check(self) -> None:
@@ -160,12 +159,6 @@ def neuron_params(model: TwoLayerReLU) -> tuple[torch.Tensor, torch.Tensor]:
 # ---------------------------------------------------------------------------------------
 # analysis helpers (claims and figures)
 
-def slope_evidence(x, y, name: str) -> dict:
-    """A log–log OLS fit of y on x as claim evidence: slope, 95 % t-interval, r², n."""
-    fit = fit_power_law(x, y)
-    return fit.evidence(name)
-
-
 def log_interp_crossing(xs: np.ndarray, ys: np.ndarray, level: float) -> float:
     """The first x at which a decreasing curve ``ys(xs)`` falls to ``level``, interpolated
     linearly in ``log x``. NaN when the curve never falls that far; ``xs[0]`` when it
@@ -189,12 +182,22 @@ def crossing(xs, ys, level: float, *, rising: bool = False) -> float:
     return log_interp_crossing(np.asarray(xs, float), -ys if rising else ys, -level if rising else level)
 
 
-def point_ids(df: pd.DataFrame, config: type[Config]) -> pd.Series:
-    """A label per grid point (every config field but the seed), to pool a point's seeds."""
-    keys = [f for f in config.field_names() if f != "seed" and f in df.columns]
+def point_ids(df: pd.DataFrame, config: type[Config], exclude: tuple[str, ...] = ("seed",)) -> pd.Series:
+    """A label per row naming its config without the ``exclude`` fields.
+
+    With the default it names the grid point (its seeds share it); excluding the swept axis
+    too (e.g. ``("seed", "size", "dim")``) names a *family* of runs that differ only along
+    that axis, so a fit never pools runs that differ in anything else (lr, width, data…).
+    """
+    keys = [f for f in config.field_names() if f not in exclude and f in df.columns]
     return df[keys].apply(lambda row: "|".join(map(str, row)), axis=1)
 
 
-def seed_table(df: pd.DataFrame, keys: list[str], value: str) -> pd.DataFrame:
-    """Mean of ``value`` per (keys, seed), dropping missing values."""
-    return df.dropna(subset=[value]).groupby(keys + ["seed"], as_index=False)[value].mean()
+def describe_family(sub: pd.DataFrame, fields: tuple[str, ...]) -> dict:
+    """The values of a few identifying fields of a family of runs (for claim evidence)."""
+    out = {}
+    for f in fields:
+        if f in sub.columns:
+            v = sub[f].iloc[0]
+            out[f] = v.item() if hasattr(v, "item") else v
+    return out

@@ -31,9 +31,11 @@ from ._lazy_common import (
     LazyConfig,
     build_model,
     crossing,
+    describe_family,
     input_bounds,
     load_data,
     neuron_params,
+    point_ids,
     radius_of,
 )
 from .base import Claim, Context, Figure, Preset, Study
@@ -104,33 +106,22 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
 # ---------------------------------------------------------------------------------------
 # claims
 
-def _curves(df: pd.DataFrame, x: str, keys: list[str]) -> pd.DataFrame:
-    """Robust accuracy relative to the clean accuracy of the same network, per run."""
+def _with_relative(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``rel``: robust accuracy relative to the clean accuracy of the same network."""
     df = df.copy()
     df["rel"] = np.where(df["clean_acc"] > 0, df["robust_acc"] / df["clean_acc"].clip(lower=1e-12), 0.0)
-    return df.sort_values(keys + ["seed", x])
+    return df
 
 
-def eps_threshold_claim(df: pd.DataFrame) -> Claim:
-    """Claim 5 (see the statement)."""
-    lazy = df[df["R"].isna()] if "R" in df.columns else df
-    statement = (
-        "Inside the lazy ball robust accuracy collapses once ε crosses a threshold that scales like "
-        f"d^(−1/2): for every d the robust/clean accuracy falls from 75 % to 25 % within a factor "
-        f"{MAX_WIDTH:g} in ε, and the log–log slope of the halving ε against d lies in "
-        f"[{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]")
-    per_d, seeds = [], []
-    if lazy["d"].nunique() < 3:
-        return Claim("eps-threshold", statement, False,
-                     {"problem": "fewer than 3 values of d in the ε grid"}, SOURCE)
-    cur = _curves(lazy, "eps", ["d"])
-    ok = True
+def _eps_family(runs: pd.DataFrame) -> tuple[bool, dict]:
+    """Claim 5 on one family of runs that differ only in d, ε and seed."""
+    per_d, seeds, ok = [], [], True
+    cur = _with_relative(runs[runs["eps"] > 0]).sort_values(["d", "seed", "eps"])
     for d, g in cur.groupby("d"):
         mean = g.groupby("eps")["rel"].mean().sort_index()
         xs, ys = mean.index.to_numpy(float), mean.to_numpy(float)
-        positive = xs > 0
-        xs, ys = xs[positive], ys[positive]
         e75, e50, e25 = (crossing(xs, ys, q) for q in (0.75, 0.5, 0.25))
+        # a threshold is located only if the curve starts above 75 % and ends below 25 %
         starts_high = bool(len(ys) and ys[0] > 0.75)
         width = e25 / e75 if starts_high and np.isfinite(e25) and np.isfinite(e75) else float("nan")
         sharp = bool(np.isfinite(width) and width <= MAX_WIDTH)
@@ -140,18 +131,14 @@ def eps_threshold_claim(df: pd.DataFrame) -> Claim:
                       "clean_acc": float(g["clean_acc"].mean()),
                       "eps_half_times_sqrt_d": e50 * math.sqrt(d)})
         for _seed, gs in g.groupby("seed"):
-            gs = gs[gs["eps"] > 0]
             e = crossing(gs["eps"].to_numpy(float), gs["rel"].to_numpy(float), 0.5)
             if np.isfinite(e) and gs["rel"].iloc[0] > 0.5:
                 seeds.append((int(d), e))
     evidence: dict = {"per_d": per_d, "seed_eps_half": [[d, e] for d, e in seeds],
-                      "band": list(SLOPE_BAND), "theory_slope": -0.5,
-                      "max_width_ratio": MAX_WIDTH,
-                      "max_offset_over_radius": float(lazy["offset_ratio"].max())}
-    inside = bool((lazy["offset_ratio"] <= 1 + 1e-4).all())
-    ok &= inside
-    n_runs = lazy.groupby(["d", "seed"]).ngroups
-    evidence["seed_curves_with_halving_eps"] = f"{len(seeds)}/{n_runs}"
+                      "band": list(SLOPE_BAND), "theory_slope": -0.5, "max_width_ratio": MAX_WIDTH,
+                      "max_offset_over_radius": float(runs["offset_ratio"].max()),
+                      "seed_curves_with_halving_eps": f"{len(seeds)}/{runs.groupby(['d', 'seed']).ngroups}"}
+    ok &= bool((runs["offset_ratio"] <= 1 + 1e-4).all())  # every neuron stayed in its ball
     if len({d for d, _ in seeds}) >= 3:
         fit = fit_power_law([d for d, _ in seeds], [e for _, e in seeds])
         evidence.update(fit.evidence("slope"))
@@ -159,7 +146,41 @@ def eps_threshold_claim(df: pd.DataFrame) -> Claim:
     else:
         ok = False
         evidence["problem"] = "the halving ε is defined for fewer than 3 values of d"
-    return Claim("eps-threshold", statement, bool(ok), evidence, SOURCE)
+    return bool(ok), evidence
+
+
+def _families(df: pd.DataFrame, axes: tuple[str, ...]) -> list[pd.DataFrame]:
+    """Runs grouped so that each group differs only along ``axes`` (and the seed)."""
+    if df.empty:
+        return []
+    return [g for _, g in df.groupby(point_ids(df, LazyAdversarialConfig, ("seed", *axes)))]
+
+
+def eps_threshold_claim(df: pd.DataFrame) -> Claim:
+    """Claim 5: a sharp robust-accuracy drop at an ε that scales like d^(−1/2) (lazy-ball runs).
+
+    Per d, the ε where robust/clean accuracy crosses 75 %, 50 % and 25 % (interpolated in
+    log ε on the mean curve over seeds); "sharp" means ε₂₅/ε₇₅ <= MAX_WIDTH. The slope is an
+    OLS fit of log ε½ on log d with one point per seed, with its 95 % t-interval.
+    """
+    statement = (
+        "Inside the lazy ball robust accuracy collapses once ε crosses a threshold that scales like "
+        f"d^(−1/2): for every d the robust/clean accuracy falls from 75 % to 25 % within a factor "
+        f"{MAX_WIDTH:g} in ε, and the log–log slope of the halving ε against d lies in "
+        f"[{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]")
+    lazy = df[df["R"].isna()] if "R" in df.columns else df
+    fams = [f for f in _families(lazy, ("eps", "size", "dim")) if f["d"].nunique() >= 3]
+    if not fams:
+        return Claim("eps-threshold", statement, False,
+                     {"problem": "no ε grid with 3 or more values of d"}, SOURCE)
+    results = [_eps_family(f) for f in fams]
+    if len(results) == 1:
+        ok, evidence = results[0]
+    else:
+        ok = all(r[0] for r in results)
+        evidence = {"families": [{**describe_family(f, ("m", "C0", "lr", "bias")), "passed": r[0], **r[1]}
+                                 for f, r in zip(fams, results)]}
+    return Claim("eps-threshold", statement, ok, evidence, SOURCE)
 
 
 def radius_transition_claim(df: pd.DataFrame) -> Claim:
@@ -172,7 +193,8 @@ def radius_transition_claim(df: pd.DataFrame) -> Claim:
         return Claim("radius-transition", statement, False,
                      {"problem": "no grid over R with 3 or more values"}, SOURCE)
     per_m, ok = [], True
-    for (m, d, eps), g in runs.groupby(["m", "d", "eps"]):
+    for g in _families(runs, ("R",)):
+        m, d, eps = int(g["m"].iloc[0]), int(g["d"].iloc[0]), float(g["eps"].iloc[0])
         mean = g.groupby("R")["robust_acc"].mean().sort_index()
         xs, ys = mean.index.to_numpy(float), mean.to_numpy(float)
         r25, r50, r75 = (crossing(xs, ys, q, rising=True) for q in (0.25, 0.5, 0.75))
@@ -180,7 +202,7 @@ def radius_transition_claim(df: pd.DataFrame) -> Claim:
         width = r75 / r25 if np.isfinite(r25) and np.isfinite(r75) and ys[0] < 0.25 else float("nan")
         sharp = bool(np.isfinite(width) and width <= MAX_WIDTH)
         lazy_r = float(g["lazy_radius"].iloc[0])
-        per_m.append({"m": int(m), "d": int(d), "eps": float(eps), "R": [float(v) for v in xs],
+        per_m.append({"m": m, "d": d, "eps": eps, "R": [float(v) for v in xs],
                       "robust_acc": [float(v) for v in ys], "R_25": r25, "R_half": r50, "R_75": r75,
                       "width_ratio": width, "low_at_small_R": low, "high_at_large_R": high,
                       "sharp": sharp, "lazy_radius_C0_over_sqrt_m": lazy_r,
@@ -221,7 +243,8 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         ax.legend(fontsize=7)
         ax = axes[0][1]
         claim = eps_threshold_claim(df)
-        pts = claim.evidence.get("seed_eps_half", [])
+        pts = claim.evidence.get("seed_eps_half") or [
+            p for fam in claim.evidence.get("families", []) for p in fam.get("seed_eps_half", [])]
         if pts:
             ds, es = zip(*pts)
             ax.plot(ds, es, "o", color=COLORS[0], alpha=0.7, label="ε at half the clean accuracy (per seed)")

@@ -29,7 +29,15 @@ from ..models.ensemble import Flat, fold
 from ..report.plots import COLORS, fit_power_law, label_panels, save, subplots, theory_line
 from ..train.lazy import train_lazy_sgd
 from ..utils import make_generator, resolve_device
-from ._lazy_common import LazyConfig, build_model, load_data, neuron_params, point_ids, radius_of
+from ._lazy_common import (
+    LazyConfig,
+    build_model,
+    describe_family,
+    load_data,
+    neuron_params,
+    point_ids,
+    radius_of,
+)
 from .base import Claim, Context, Figure, Preset, Study
 
 SOURCE = "Seed 001 (Adversarial robustness is at odds with lazy training), Thm 3.1, §5.1"
@@ -126,17 +134,22 @@ def _raw_runs(df: pd.DataFrame) -> pd.DataFrame:
     return df[(~df["sphere"].astype(bool)) & (df["dataset"] != "sphere")]
 
 
-def _fits(df: pd.DataFrame, value: str) -> list[dict]:
-    """One log–log fit of ``value`` against d per (dataset, m, C0, bias) with >= 3 values of d.
+FAMILY = ("dataset", "m", "C0", "R", "bias", "lr")  # shown to tell families apart
 
-    Every seed's mean over test points counts as one observation."""
+
+def _fits(df: pd.DataFrame, value: str) -> list[dict]:
+    """One log–log fit of ``value`` against d per family of runs that differ only in d (and
+    seed), when it has >= 3 values of d. Every seed's mean over test points is one observation."""
     fits = []
-    for key, sub in df.dropna(subset=[value]).groupby(["dataset", "m", "C0", "bias"]):
+    df = df.dropna(subset=[value])
+    if df.empty:
+        return fits
+    for _, sub in df.groupby(point_ids(df, LazyAttackConfig, ("seed", "size", "dim"))):
+        sub = sub[sub[value] > 0]
         if sub["d"].nunique() < 3:
             continue
-        sub = sub[sub[value] > 0]
         fit = fit_power_law(sub["d"], sub[value])
-        fits.append({"dataset": key[0], "m": int(key[1]), "C0": float(key[2]), "bias": bool(key[3]),
+        fits.append({**describe_family(sub, FAMILY),
                      "slope": fit.slope, "ci": list(fit.slope_ci), "r2": fit.r2, "n": fit.n,
                      "d_range": [int(sub["d"].min()), int(sub["d"].max())]})
     return fits
@@ -203,14 +216,17 @@ def _c0_claim(df: pd.DataFrame) -> Claim:
     per (d, m) has a positive slope whose 95 % interval excludes 0, and at every (d, m) the
     largest C0 beats the smallest."""
     sph = _theory_runs(df).dropna(subset=["delta"])
-    groups = [(k, g) for k, g in sph.groupby(["dataset", "m", "d"]) if g["C0"].nunique() >= 2]
+    sph = sph[sph["R"].isna()] if "R" in sph.columns else sph  # C0 matters only without R
+    groups = [] if sph.empty else [
+        (k, g) for k, g in sph.groupby(point_ids(sph, LazyAttackConfig, ("seed", "C0")))
+        if g["C0"].nunique() >= 2]
     if not groups:
         return Claim("c0-more-robust", "Larger C0 gives larger ‖δ‖ at fixed d", False,
                      {"problem": "no (d, m) with two or more values of C0"}, SOURCE)
     lx, ly, comparisons = [], [], []
-    for (ds, m, d), g in groups:
+    for _, g in groups:
         mean = g.groupby("C0")["delta"].mean().sort_index()
-        comparisons.append({"dataset": ds, "m": int(m), "d": int(d),
+        comparisons.append({**describe_family(g, ("dataset", "m", "d", "bias", "lr")),
                             "C0": [float(c) for c in mean.index], "delta": [float(v) for v in mean],
                             "largest_beats_smallest": bool(mean.iloc[-1] > mean.iloc[0])})
         # demean within the group: the slope of the within-group regression (fixed effects)
@@ -274,10 +290,14 @@ def _panel_row(axes, df: pd.DataFrame, by: str, fmt, theory: dict[str, float] | 
         ax = axes[j]
         anchor = None
         for i, lev in enumerate(levels):
-            st = _pooled(df[df[by] == lev], "d", value, std)
+            sub = df[(df[by] == lev) & (df[value] > 0)]
+            st = _pooled(sub, "d", value, std)
             if st.empty:
                 continue
-            _band(ax, st, color=COLORS[i % len(COLORS)], label=fmt(lev))
+            label = fmt(lev)
+            if sub["d"].nunique() >= 3:  # the fitted slope (per-seed means), as in the claims
+                label += f": slope {fit_power_law(sub['d'], sub[value]).text()}"
+            _band(ax, st, color=COLORS[i % len(COLORS)], label=label)
             anchor = anchor or (float(st.index[-1]), float(st["mean"].iloc[-1]))
         if theory and anchor and len(ds) > 1:
             if value == "grad":

@@ -4,7 +4,10 @@
 * ``local`` with ``workers=N``: a pool of N worker processes started with ``forkserver``
   (``spawn`` where that is missing) — never plain ``fork``, which copies torch's thread
   pools and locks into the child. Each worker runs one group at a time with
-  ``SweepOptions.threads`` intra-op threads.
+  ``SweepOptions.threads`` intra-op threads. The fork server imports torch and the study
+  once (the CLI starts it before its own imports, so the two overlap); a worker that dies
+  (segfault, OOM kill) costs a fresh pool, and its point one retry alone before it is
+  recorded as failed; workers exit when the driver does, even after a SIGKILL.
 * ``ray``: each group is a Ray task declaring ``num_cpus=threads`` (and one GPU when the
   device is CUDA) on a local Ray cluster started here, or on the cluster at ``ray_address``.
 

@@ -1,1 +1,4 @@
 """train"""
+from .supervised import SGDSpec, TrainLog, evaluate, train_supervised  # noqa: E402
+
+__all__ = ["SGDSpec", "TrainLog", "evaluate", "train_supervised"]

@@ -146,7 +146,7 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     if spec.eval_pgd_steps > 0:
         pgd = PGD(Linf(spec.eval_eps), steps=spec.eval_pgd_steps,
                   step_size=2.5 * spec.eval_eps / spec.eval_pgd_steps, random_start=True,
-                  restarts=spec.eval_pgd_restarts)
+                  restarts=spec.eval_pgd_restarts, loss="margin")
         pgd_ok = robust_accuracy(flat, x, y, pgd, bounds=None, generator=generator, per_sample=True)
     else:
         pgd_ok = torch.full_like(feat_ok, False)

@@ -189,6 +189,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     reached = torch.zeros(E, dtype=torch.int64)
     lrs: list[float] = []
     steps = 0
+    frozen_any = False
     model.train()
     for t in range(T):
         lr = spec.lr_at(t)
@@ -203,10 +204,14 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
             # copies are independent: the gradient of the sum splits into each copy's own
             grads = torch.autograd.grad(per.mean(1).sum(), params)
             with torch.no_grad():
-                for j, (p, g) in enumerate(zip(params, grads)):
-                    if bufs is not None:
-                        g = bufs[j].mul_(spec.momentum).add_(g)
-                    p.sub_(g * masks[j], alpha=lr)
+                steps_ = grads
+                if bufs is not None:
+                    torch._foreach_mul_(bufs, spec.momentum)
+                    torch._foreach_add_(bufs, grads)
+                    steps_ = bufs
+                if frozen_any:  # some copies stopped at the target: mask their update
+                    steps_ = [g * mk for g, mk in zip(steps_, masks)]
+                torch._foreach_add_(params, steps_, alpha=-lr)
             steps += 1
             run_loss += per.detach().double().sum(1)
             run_acc += correct.double().sum(1)
@@ -231,6 +236,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                 if spec.stop_at_target:
                     stopped[newly] = t + 1
                     active[newly.to(dev)] = 0.0
+                    frozen_any = True
                     if not active.any():
                         kappa_t[:, t + 1:] = kappa_t[:, t:t + 1]
                         kappa_l[:, t + 1:] = kappa_l[:, t:t + 1]

@@ -1,0 +1,109 @@
+"""Training speed of the width-depth-init study, measured side by side in one run.
+
+1. The machine's dense matmul rate (float32 ``torch.mm``, n = 1024, one thread): the yardstick.
+2. Ensemble over seeds against a loop: E = 3 seeds of one grid point trained as one
+   ``(E, ·, ·)`` model (``torch.bmm``) against three single-seed models trained one after the
+   other — same data, same epochs, same arithmetic — at several widths and depths.
+3. Grid throughput: one epoch of every point of the ``quick`` preset's grid (ensembles of its
+   3 seeds), as training FLOP/s and as a fraction of the matmul rate; and the widest model
+   alone as that fraction.
+
+Training FLOPs count the matrix products only: ``6 · N · Σ_l fan_in_l · fan_out_l`` per copy
+and epoch (forward 2, backward 4 multiply-adds per weight and sample). Run:
+``python benchmarks/bench_width_depth.py`` (CPU, one thread, about a minute). Times are CPU
+times of the process (robust to a shared machine), best of interleaved repeats.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from robustlab.models.deep import DeepMLP
+from robustlab.studies import width_depth_init as W
+from robustlab.studies.base import plan
+from robustlab.train.supervised import SGDSpec, train_supervised
+from robustlab.utils import make_generator
+
+
+def best_times(fns: dict, rounds: int = 3) -> dict:
+    """Best CPU time of each function over ``rounds`` interleaved calls, after a warm-up."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t0)
+    return best
+
+
+def matmul_rate(n: int = 1024) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    reps = 8
+    t = best_times({"mm": lambda: [torch.mm(a, b) for _ in range(reps)]})["mm"]
+    return 2 * n**3 * reps / t
+
+
+def train_flops(d: int, width: int, depth: int, k: int, n: int, epochs: int, E: int) -> float:
+    dims = [d] + [width] * (depth - 1) + [k]
+    return 6.0 * n * sum(a * b for a, b in zip(dims, dims[1:])) * epochs * E
+
+
+def make_trainer(x, y, k, width, depth, E, epochs, *, ensemble: bool):
+    spec = SGDSpec(epochs=epochs, lr=0.1, batch_size=20, momentum=0.9)
+
+    def run_ensemble():
+        m = DeepMLP(x.shape[1], width, depth, k, generators=[make_generator(s, "b") for s in range(E)])
+        train_supervised(m, x, y, spec, generators=[make_generator(s, "o") for s in range(E)])
+
+    def run_loop():
+        for s in range(E):
+            m = DeepMLP(x.shape[1], width, depth, k, generators=[make_generator(s, "b")])
+            train_supervised(m, x, y, spec, generators=[make_generator(s, "o")])
+
+    return run_ensemble if ensemble else run_loop
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    cfg = W.WidthDepthInitConfig(**W.QUICK_BASE)
+    data = W.load_data(cfg)
+    x, y, k, d, N = data.x_train, data.y_train, data.n_classes, data.d, len(data.x_train)
+    rate = matmul_rate()
+    print(f"machine: dense float32 matmul (n=1024, 1 thread) = {rate / 1e9:.1f} GFLOP/s")
+    print(f"data: {cfg.dataset} {cfg.size}x{cfg.size}, N={N}, d={d}, k={k}; batch 20, 1 thread\n")
+
+    print("ensemble of E=3 seeds vs a loop over seeds (2 epochs each; CPU seconds, best of 3)")
+    print(f"{'width':>6} {'depth':>5} {'ensemble s':>11} {'loop s':>8} {'loop/ensemble':>14}")
+    for width, depth in ((4, 2), (32, 2), (128, 2), (1024, 2), (128, 4), (512, 3)):
+        t = best_times({"ens": make_trainer(x, y, k, width, depth, 3, 2, ensemble=True),
+                        "loop": make_trainer(x, y, k, width, depth, 3, 2, ensemble=False)})
+        print(f"{width:>6} {depth:>5} {t['ens']:>11.3f} {t['loop']:>8.3f} {t['loop'] / t['ens']:>14.2f}")
+
+    # one epoch of every point of the quick grid, ensembles of its seeds
+    p = plan(W.STUDY, preset="quick")
+    groups: dict[tuple, int] = {}  # one ensemble per point without its seed, as the sweep runs them
+    for c in p.points:
+        key = (c.init, c.lr, c.width, c.depth)
+        groups[key] = groups.get(key, 0) + 1
+    total_flops, total_t = 0.0, 0.0
+    for (_init, _lr, width, depth), E in groups.items():
+        fn = make_trainer(x, y, k, width, depth, E, 1, ensemble=True)
+        total_t += best_times({"g": fn}, rounds=1)["g"]
+        total_flops += train_flops(d, width, depth, k, N, 1, E)
+    print(f"\nquick grid, one epoch of all {len(p.points)} points ({len(groups)} ensembles): "
+          f"{total_t:.2f} CPU s, {total_flops / total_t / 1e9:.2f} GFLOP/s "
+          f"= {total_flops / total_t / rate:.2f} of the matmul rate")
+
+    _i, _l, width, depth = max(groups, key=lambda g: train_flops(d, g[2], g[3], k, N, 1, 1))
+    t = best_times({"w": make_trainer(x, y, k, width, depth, 3, 2, ensemble=True)})["w"]
+    fl = train_flops(d, width, depth, k, N, 2, 3)
+    print(f"widest model (width {width}, depth {depth}, E=3): {fl / t / 1e9:.2f} GFLOP/s "
+          f"= {fl / t / rate:.2f} of the matmul rate")
+
+
+if __name__ == "__main__":
+    main()

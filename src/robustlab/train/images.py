@@ -1,0 +1,177 @@
+"""Standard vs ℓ∞-PGD adversarial training of a small CNN on real images, and the
+non-robust-dataset test of Ilyas et al. 2019.
+
+Seed 000, Sec. 6 (real images): multi-step PGD adversarial training (Madry et al. 2018)
+against standard training, clean and robust accuracy per epoch.
+
+Ilyas et al. 2019, Sec. 3.2 ("non-robust features suffice"): for every training image
+``x`` of class ``y`` pick a target ``t ≠ y`` (uniformly: their D_rand), move ``x`` by a
+targeted ℓ∞ attack on a *standardly* trained model until it is classified as ``t``, and
+relabel it ``t``. To a human (and to the robust features) the new set is mislabelled; a
+fresh model trained on it can only beat chance on the true test set by using the
+non-robust features the attack planted. Its test accuracy is reported against 1/k.
+
+Ensemble convention: E copies (seeds) train at once; images are shared, initialisations
+and minibatch orders are per copy. Inputs (E, N, C, H, W) → logits (E, N, k).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..attacks import FGSM, PGD, Linf
+from ..config import ConfigError
+from ..errors import NumericalError
+from ..metrics import robust_accuracy
+from ..models.ensemble import Flat, fold, unfold
+from ..models.small_cnn import SmallCNN
+
+__all__ = ["ImageTrainSpec", "ImageHistory", "train_images", "evaluate_images",
+           "nonrobust_dataset", "IMAGE_METHODS"]
+
+IMAGE_METHODS = ("standard", "pgd")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageTrainSpec:
+    """Minibatch SGD with momentum; ``pgd_step_size=0`` means ``2.5 ε / pgd_steps``."""
+
+    method: str = "standard"
+    epochs: int = 10
+    lr: float = 0.05
+    momentum: float = 0.9
+    batch_size: int = 64
+    eps: float = 0.1
+    pgd_steps: int = 5
+    pgd_step_size: float = 0.0
+    eval_pgd_steps: int = 10
+    eval_every: int = 1
+
+    def __post_init__(self) -> None:
+        if self.method not in IMAGE_METHODS:
+            raise ConfigError("method", self.method, "one of " + ", ".join(IMAGE_METHODS))
+        for name in ("epochs", "batch_size", "pgd_steps", "eval_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, getattr(self, name), ">= 1")
+        if self.eval_pgd_steps < 0:
+            raise ConfigError("eval_pgd_steps", self.eval_pgd_steps, ">= 0")
+        for name in ("lr", "momentum", "eps", "pgd_step_size"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v >= 0):
+                raise ConfigError(name, v, "a finite value >= 0")
+        if self.lr == 0:
+            raise ConfigError("lr", self.lr, "> 0")
+
+    def pgd(self, steps: int | None = None, eps: float | None = None) -> PGD:
+        eps = self.eps if eps is None else eps
+        steps = self.pgd_steps if steps is None else steps
+        size = self.pgd_step_size or 2.5 * eps / steps
+        return PGD(Linf(eps), steps=steps, step_size=size, random_start=True)
+
+
+@dataclasses.dataclass
+class ImageHistory:
+    """Per evaluated epoch: epochs (T,), train_loss, clean_acc, robust_acc (E, T)."""
+
+    epochs: torch.Tensor
+    train_loss: torch.Tensor
+    clean_acc: torch.Tensor
+    robust_acc: torch.Tensor
+
+
+def _expand(x: torch.Tensor, E: int) -> torch.Tensor:
+    """Shared data (N, ...) -> (E, N, ...) as a view; per-member data passes through."""
+    return x.unsqueeze(0).expand(E, *x.shape) if x.dim() == 4 else x
+
+
+def evaluate_images(model: SmallCNN, x: torch.Tensor, y: torch.Tensor, attack: PGD | None,
+                    generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Clean and robust (PGD, box [0, 1]) test accuracy per member, each (E,)."""
+    E = model.E
+    flat = Flat(model, E).eval()
+    xe = fold(_expand(x, E))  # (E*N, C, H, W)
+    ye = y.repeat(E) if y.dim() == 1 else fold(y)
+    with torch.no_grad():
+        clean = unfold((flat(xe).argmax(-1) == ye).float(), E).mean(1)
+    if attack is None or attack.eps == 0:
+        return clean, clean.clone()
+    ok = robust_accuracy(flat, xe, ye, attack, bounds=(0.0, 1.0), generator=generator, per_sample=True)
+    return clean, unfold(ok.float(), E).mean(1)
+
+
+def train_images(model: SmallCNN, x_train: torch.Tensor, y_train: torch.Tensor,
+                 x_test: torch.Tensor, y_test: torch.Tensor, spec: ImageTrainSpec, *,
+                 batch_generator: torch.Generator | None = None,
+                 attack_generator: torch.Generator | None = None,
+                 eval_generator: torch.Generator | None = None) -> ImageHistory:
+    """Train ``model`` in place. ``x_train`` (N, C, H, W) shared or (E, N, C, H, W) per member.
+
+    Robust accuracy is measured with ℓ∞ PGD at ``spec.eps`` (``eval_pgd_steps`` steps).
+    """
+    E = model.E
+    xtr = _expand(x_train, E)  # (E, N, C, H, W)
+    ytr = y_train.unsqueeze(0).expand(E, -1) if y_train.dim() == 1 else y_train  # (E, N)
+    N = xtr.shape[1]
+    flat = Flat(model, E).eval()  # no dropout / batch-norm: eval mode changes nothing here
+    attack = spec.pgd() if spec.method == "pgd" and spec.eps > 0 else None
+    eval_attack = spec.pgd(steps=spec.eval_pgd_steps) if spec.eval_pgd_steps > 0 and spec.eps > 0 else None
+    opt = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum)
+    rows = torch.arange(E, device=xtr.device)[:, None]
+    epochs, losses, cleans, robs = [], [], [], []
+    for epoch in range(1, spec.epochs + 1):
+        # one permutation per member: independent minibatch orders
+        perm = torch.argsort(torch.rand(E, N, generator=batch_generator), dim=1).to(xtr.device)
+        total = torch.zeros(E, device=xtr.device)
+        for s in range(0, N, spec.batch_size):
+            idx = perm[:, s:s + spec.batch_size]  # (E, b)
+            xb, yb = xtr[rows, idx], ytr[rows, idx]  # (E, b, C, H, W), (E, b)
+            if attack is not None:
+                xb = unfold(attack(flat, fold(xb), fold(yb), bounds=(0.0, 1.0), generator=attack_generator), E)
+            out = model(xb)
+            loss = F.cross_entropy(out.reshape(-1, model.k), yb.reshape(-1), reduction="none")
+            loss = loss.reshape(E, -1).mean(1)  # (E,): members are independent
+            opt.zero_grad(set_to_none=True)
+            loss.sum().backward()
+            opt.step()
+            total += loss.detach() * idx.shape[1]
+        mean_loss = total / N
+        if not bool(torch.isfinite(mean_loss).all()):
+            raise NumericalError(f"image training loss is not finite at epoch {epoch} (lr={spec.lr})")
+        if epoch % spec.eval_every == 0 or epoch == spec.epochs:
+            c, r = evaluate_images(model, x_test, y_test, eval_attack, eval_generator)
+            epochs.append(epoch)
+            losses.append(mean_loss.cpu())
+            cleans.append(c.cpu())
+            robs.append(r.cpu())
+    return ImageHistory(torch.tensor(epochs), torch.stack(losses, 1), torch.stack(cleans, 1),
+                        torch.stack(robs, 1))
+
+
+def nonrobust_dataset(model: SmallCNN, x: torch.Tensor, y: torch.Tensor, k: int, *, eps: float,
+                      steps: int, step_size: float, generator: torch.Generator | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Ilyas et al.'s D_rand for every member: (x_adv (E, N, C, H, W), targets (E, N), success (E,)).
+
+    Targets are uniform over the k−1 wrong classes. The targeted attack is ``steps`` ℓ∞ sign
+    steps that *descend* the cross-entropy to the target (FGSM of size ``step_size`` on the
+    loss ``−CE(·, t)``), each followed by projection onto the ε-ball around the clean image
+    and the [0, 1] box. ``success`` is the fraction of moved images the model assigns to t.
+    """
+    E = model.E
+    xe = fold(_expand(x, E))  # (E*N, C, H, W)
+    ye = y.repeat(E)
+    shift = torch.randint(1, k, ye.shape, generator=generator).to(ye.device)
+    t = (ye + shift) % k  # never the true class
+    flat = Flat(model, E).eval()
+    ball = Linf(eps)
+    step = FGSM(Linf(step_size), loss=lambda out, tt: -F.cross_entropy(out, tt, reduction="none"))
+    x_adv = xe
+    for _ in range(steps):
+        x_adv = ball.project(xe, step(flat, x_adv, t, bounds=(0.0, 1.0))).clamp(0.0, 1.0)
+    with torch.no_grad():
+        success = unfold((flat(x_adv).argmax(-1) == t).float(), E).mean(1)
+    return unfold(x_adv, E), unfold(t, E), success

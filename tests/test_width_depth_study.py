@@ -1,0 +1,139 @@
+"""The width-depth-init study end to end: config validation and the CLI's exit 2, the data
+subset, a point run (rows, exact vs Monte Carlo, divergence), and a tiny sweep into a run
+directory (studies/width_depth_init.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from robustlab.cli import main
+from robustlab.config import ConfigError
+from robustlab.errors import NumericalError
+from robustlab.studies import get_study
+from robustlab.studies import width_depth_init as W
+from robustlab.studies.base import Preset, execute, plan
+from robustlab.sweep.runner import SweepOptions
+
+TINY = {"dataset": "digits", "n_train": 60, "n_test": 40, "epochs": 4, "batch_size": 20, "decay_start": 3,
+        "lr_step": 0, "mc_samples": 0}
+
+
+def cfgs(n=2, **kw):
+    return [W.WidthDepthInitConfig(**{**TINY, **kw, "seed": s}) for s in range(n)]
+
+
+@pytest.mark.parametrize("field,value", [
+    ("depth", 1), ("width", 0), ("init", "xavier"), ("gamma", 0.0), ("gamma", -2.0), ("eps", 0.0), ("eps", -0.1),
+    ("mc_samples", 1), ("arch", "mlp"), ("momentum", 1.0), ("lr", 0.0),
+])
+def test_bad_config_is_a_config_error(field, value):
+    with pytest.raises(ConfigError) as info:
+        W.WidthDepthInitConfig(**{field: value})
+    assert info.value.field == field
+
+
+def test_cross_field_rules():
+    with pytest.raises(ConfigError, match="exactly two classes"):
+        W.WidthDepthInitConfig(output="single", classes=(0, 1, 2))
+    with pytest.raises(ConfigError, match="data_dir"):
+        W.WidthDepthInitConfig(dataset="cifar10")
+    with pytest.raises(ConfigError, match="<= 8"):
+        W.WidthDepthInitConfig(dataset="digits", size=12)
+    with pytest.raises(ConfigError):
+        W.WidthDepthInitConfig(classes=(3,))
+    with pytest.raises(ConfigError, match="target_loss"):
+        W.WidthDepthInitConfig(stop_at_target=True, target_loss=0.0)
+    W.WidthDepthInitConfig(output="single", classes=(0, 1))  # fine
+
+
+@pytest.mark.parametrize("args", [
+    ["--set", "depth=1"], ["--set", "width=0"], ["--set", "init=glorot"], ["--set", "gamma=0"],
+    ["--set", "eps=0"], ["--set", "eps=-1"], ["--grid", "depth=1,2"], ["--grid", "width=0,4"],
+])
+def test_cli_bad_input_exit_2_no_run_dir(tmp_path, capsys, args):
+    out = tmp_path / "run"
+    assert main(["run", "width-depth-init", *args, "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("robustlab: error:")
+    assert not out.exists()
+
+
+def test_registry_and_presets_plan():
+    study = get_study("width-depth-init")
+    assert study is W.STUDY and study.ensemble
+    quick = plan(study, preset="quick")
+    widths = {c.width for c in quick.points}
+    n_train = quick.base.n_train
+    assert min(widths) == 1 and max(widths) >= 4 * n_train  # from under- to well over-parameterised
+    assert {c.init for c in quick.points} == {"lecun", "he", "ntk", "small"}
+    assert {c.depth for c in quick.points} >= {2, 3, 4, 6}
+    assert len({c.seed for c in quick.points}) >= 3
+    paper = plan(study, preset="paper")
+    assert paper.base.epochs == 50 and paper.base.decay_start > 0  # the paper's 50 epochs, step decay
+    assert max(c.width for c in paper.points) >= 4 * 4000
+
+
+def test_data_subset_is_stratified_and_fixed():
+    cfg = W.WidthDepthInitConfig(**TINY)
+    d = W.load_data(cfg)
+    assert d.x_train.shape == (60, 64) and d.x_test.shape == (40, 64)
+    counts = torch.bincount(d.y_train, minlength=10)
+    assert int(counts.min()) == 6 and int(counts.max()) == 6
+    torch.testing.assert_close(d.x_train.norm(dim=1), torch.ones(60))  # on the sphere
+    again = W.load_data(W.WidthDepthInitConfig(**{**TINY, "seed": 5}))
+    torch.testing.assert_close(d.x_train, again.x_train)  # the seed moves the init, not the data
+
+
+def test_run_points_rows_and_mc_against_exact():
+    out = W.run_points(cfgs(2, width=16, depth=2, init="he", mc_samples=400, mc_points=20, mc_width=16,
+                            target_loss=1.5))
+    assert len(out) == 2
+    for rows in out:
+        epochs = [r for r in rows if r["kind"] == "epoch"]
+        (final,) = [r for r in rows if r["kind"] == "final"]
+        assert [r["epoch"] for r in epochs] == [1, 2, 3, 4]
+        assert all(len(r["kappa_layers"]) == 2 for r in epochs)
+        assert final["kappa"] == epochs[-1]["kappa"] > 0
+        d = final["d"]
+        assert final["grad_norm2"] == pytest.approx(final["stability"] * (d + 2) / 0.1**2)
+        assert final["stability"] > 0 and final["stability_init"] > 0
+        assert 0 <= final["train_acc"] <= 1 and final["n_train"] == 60
+        if final["reached_target"]:
+            assert final["train_loss_at_target"] <= 1.5 and final["epoch_at_target"] <= 4
+        z = (final["mc_stability"] - final["mc_exact"]) / final["mc_stderr"]
+        assert abs(z) < 4.5, z
+        json.dumps(rows)  # rows are JSON-able
+
+
+def test_single_output_squared_loss_and_conv_variants():
+    (rows, *_) = W.run_points(cfgs(1, output="single", classes=(0, 1), width=8, depth=3))
+    final = rows[-1]
+    assert final["kind"] == "final" and math.isfinite(final["stability"])
+    for arch in ("cnn", "resnet"):
+        out = W.run_points(cfgs(2, arch=arch, width=4, depth=3, epochs=2, init="ntk"))
+        assert all(r[-1]["kind"] == "final" and r[-1]["stability"] > 0 for r in out)
+
+
+def test_divergence_becomes_a_numerical_error():
+    out = W.run_points(cfgs(2, width=32, depth=4, lr=1e7, momentum=0.0))
+    assert all(isinstance(o, NumericalError) for o in out)
+
+
+def test_tiny_sweep_writes_claims_and_figures(tmp_path):
+    study = W.STUDY.__class__(**{**W.STUDY.__dict__, "presets": {"tiny": Preset(
+        {**TINY, "mc_samples": 50, "mc_points": 10, "mc_width": 8, "target_loss": 1.0},
+        ({"init": ["he", "lecun"], "depth": [2, 3], "width": [2, 8, 32]},
+         {"init": ["small"], "depth": [2], "width": [8, 32], "lr": [0.3]}), n_seeds=2)}})
+    p = plan(study, preset="tiny")
+    summary = execute(p, tmp_path / "run", SweepOptions(quiet=True))
+    claims = {c["id"]: c for c in summary["claims"]}
+    assert set(claims) == {"width-peak", "depth-init", "nonlazy-width", "kappa", "mc-identity"}
+    assert not summary["problems"], summary["problems"]
+    assert claims["mc-identity"]["passed"], claims["mc-identity"]["evidence"]
+    figs = {f.name for f in (tmp_path / "run" / "figures").iterdir()}
+    assert {"stability_vs_width.png", "stability_vs_depth.png", "lazy_vs_nonlazy.png", "kappa.png"} <= figs
+    assert (tmp_path / "run" / "report.html").exists()

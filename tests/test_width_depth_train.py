@@ -1,0 +1,150 @@
+"""Supervised SGD for ensembles (train/supervised.py): exactness against single models and
+torch's SGD, the step-decay schedule, κ(t), and training to a target loss."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robustlab.config import ConfigError
+from robustlab.metrics import lazy_ratio
+from robustlab.models.deep import DeepMLP
+from robustlab.train.supervised import SGDSpec, evaluate, member_loss, train_supervised
+from robustlab.utils import make_generator
+
+
+def toy(n=48, d=6, k=3, seed=0, dtype=torch.float64):
+    g = make_generator(seed, "toy")
+    x = torch.randn(n, d, generator=g, dtype=dtype)
+    x = x / x.norm(dim=1, keepdim=True)
+    y = torch.randint(0, k, (n,), generator=g)
+    return x, y
+
+
+def test_ensemble_equals_each_copy_trained_alone():
+    x, y = toy()
+    spec = SGDSpec(epochs=3, lr=0.2, batch_size=10, momentum=0.9, decay_start=2, lr_gamma=0.5)
+    ens = DeepMLP(6, 16, 3, 3, generators=[make_generator(s, "i") for s in range(3)], dtype=torch.float64)
+    log = train_supervised(ens, x, y, spec, generators=[make_generator(s, "o") for s in range(3)])
+    for s in range(3):
+        one = DeepMLP(6, 16, 3, 3, generators=[make_generator(s, "i")], dtype=torch.float64)
+        log1 = train_supervised(one, x, y, spec, generators=[make_generator(s, "o")])
+        for W, W1 in zip(ens.weights, one.weights):
+            torch.testing.assert_close(W[s:s + 1], W1, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(log.kappa[s], log1.kappa[0], rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(log.loss[s], log1.loss[0], rtol=1e-10, atol=1e-12)
+
+
+def test_update_is_torch_sgd_with_momentum():
+    x, y = toy(n=30)
+    spec = SGDSpec(epochs=2, lr=0.1, batch_size=8, momentum=0.9)
+    ours = DeepMLP(6, 12, 2, 3, generators=[make_generator(1, "i")], dtype=torch.float64)
+    ref = DeepMLP(6, 12, 2, 3, generators=[make_generator(1, "i")], dtype=torch.float64)
+    train_supervised(ours, x, y, spec, generators=[make_generator(5, "o")])
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    g = make_generator(5, "o")
+    for _ in range(2):
+        perm = torch.randperm(len(x), generator=g)
+        for i in range(0, len(x), 8):
+            idx = perm[i:i + 8]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(ref(x[idx][None])[0], y[idx])
+            loss.backward()
+            opt.step()
+    for W, R in zip(ours.weights, ref.weights):
+        torch.testing.assert_close(W, R, rtol=1e-10, atol=1e-12)
+
+
+def test_kappa_matches_the_metric():
+    x, y = toy()
+    model = DeepMLP(6, 32, 3, 3, generators=[make_generator(s, "i") for s in range(2)], dtype=torch.float64)
+    init = {n: p.detach().clone() for n, p in model.named_parameters()}
+    log = train_supervised(model, x, y, SGDSpec(epochs=4, lr=0.3, batch_size=16),
+                           generators=[make_generator(s, "o") for s in range(2)])
+    whole = lazy_ratio(model, init, ensemble=True)
+    torch.testing.assert_close(log.kappa[:, -1], whole.double(), rtol=1e-5, atol=1e-8)
+    per = lazy_ratio(model, init, ensemble=True, per_layer=True)
+    for l, name in enumerate(per):
+        torch.testing.assert_close(log.kappa_layers[:, -1, l], per[name].double(), rtol=1e-5, atol=1e-8)
+    assert bool((log.kappa[:, 1:] > 0).all()) and log.kappa.shape == (2, 4)
+
+
+def test_step_decay_schedule():
+    spec = SGDSpec(epochs=8, lr=1.0, decay_start=3, lr_step=2, lr_gamma=0.5)
+    assert [spec.lr_at(t) for t in range(8)] == [1, 1, 1, 0.5, 0.5, 0.25, 0.25, 0.125]
+    once = SGDSpec(epochs=8, lr=1.0, decay_start=3, lr_step=0, lr_gamma=0.1)
+    assert [once.lr_at(t) for t in range(5)] == pytest.approx([1, 1, 1, 0.1, 0.1])
+    assert [SGDSpec(epochs=3, lr=0.5).lr_at(t) for t in range(3)] == [0.5] * 3
+    x, y = toy()
+    log = train_supervised(DeepMLP(6, 4, 2, 3, generators=[make_generator(0)], dtype=torch.float64), x, y,
+                           spec, generators=[make_generator(0)])
+    assert log.lr == [1, 1, 1, 0.5, 0.5, 0.25, 0.25, 0.125]
+
+
+def test_target_loss_reports_and_freezes():
+    x, _ = toy(n=40)
+    y = x[:, :3].argmax(1)  # a learnable rule
+    E = 3
+    model = DeepMLP(6, 64, 2, 3, generators=[make_generator(s, "i") for s in range(E)], dtype=torch.float64)
+    seen = {}
+
+    def on_target(newly, epoch):
+        for e in torch.nonzero(newly).flatten().tolist():
+            seen[e] = (epoch, [W[e].detach().clone() for W in model.weights],
+                       float(evaluate(model, x, y, "ce", E=E)[0][e]))
+
+    spec = SGDSpec(epochs=60, lr=0.5, batch_size=8, momentum=0.9, target_loss=0.3, stop_at_target=True)
+    log = train_supervised(model, x, y, spec, generators=[make_generator(s, "o") for s in range(E)],
+                           on_target=on_target)
+    assert sorted(seen) == list(range(E)), "every copy fits 40 points at width 64"
+    for e, (epoch, weights, loss) in seen.items():
+        assert int(log.reached[e]) == epoch == int(log.stopped[e])
+        assert loss <= 0.3
+        for W, W0 in zip(model.weights, weights):  # frozen from then on
+            torch.testing.assert_close(W[e], W0, rtol=0, atol=0)
+    # without stopping, the same copies reach the target at the same epochs and keep training
+    model2 = DeepMLP(6, 64, 2, 3, generators=[make_generator(s, "i") for s in range(E)], dtype=torch.float64)
+    log2 = train_supervised(model2, x, y, SGDSpec(epochs=60, lr=0.5, batch_size=8, momentum=0.9, target_loss=0.3),
+                            generators=[make_generator(s, "o") for s in range(E)])
+    assert log2.reached.tolist() == log.reached.tolist()
+    assert log2.stopped.tolist() == [60] * E
+
+
+def test_squared_loss_single_output():
+    x, _ = toy(n=40)
+    y = torch.where(x[:, 0] > 0, 1.0, -1.0).double()
+    model = DeepMLP(6, 64, 2, 1, generators=[make_generator(0, "i")], dtype=torch.float64)
+    log = train_supervised(model, x, y, SGDSpec(epochs=40, lr=0.05, batch_size=10, loss="mse"),
+                           generators=[make_generator(0, "o")])
+    assert float(log.loss[0, -1]) < 0.5 * float(log.loss[0, 0])
+    per, correct = member_loss(torch.tensor([[[2.0], [-1.0]]]), torch.tensor([[1.0, 1.0]]), "mse")
+    torch.testing.assert_close(per, torch.tensor([[0.5, 2.0]]))  # ½ (f − y)²
+    assert correct.tolist() == [[True, False]]
+    with pytest.raises(ValueError, match="single output"):
+        member_loss(torch.zeros(1, 2, 3), torch.zeros(1, 2), "mse")
+
+
+def test_divergence_is_reported_not_hidden():
+    x, y = toy()
+    model = DeepMLP(6, 32, 4, 3, generators=[make_generator(s, "i") for s in range(2)])
+    log = train_supervised(model, x.float(), y, SGDSpec(epochs=5, lr=1e6, batch_size=8),
+                           generators=[make_generator(s, "o") for s in range(2)])
+    assert not bool(log.finite.all())
+
+
+@pytest.mark.parametrize("kw,field", [
+    ({"epochs": 0}, "epochs"), ({"lr": 0.0}, "lr"), ({"lr": float("nan")}, "lr"), ({"batch_size": 0}, "batch_size"),
+    ({"momentum": 1.0}, "momentum"), ({"lr_gamma": 0.0}, "lr_gamma"), ({"loss": "hinge"}, "loss"),
+    ({"target_loss": -1.0}, "target_loss"), ({"stop_at_target": True}, "stop_at_target"),
+])
+def test_bad_spec(kw, field):
+    with pytest.raises(ConfigError) as info:
+        SGDSpec(**{"epochs": 2, "lr": 0.1, **kw})
+    assert info.value.field == field
+
+
+def test_needs_leading_ensemble_dimension():
+    x, y = toy()
+    model = DeepMLP(6, 8, 2, 3, generators=[make_generator(0)], dtype=torch.float64)
+    with pytest.raises(ValueError, match="leading ensemble"):
+        train_supervised(model, x, y, SGDSpec(epochs=1, lr=0.1), generators=[make_generator(0), make_generator(1)])
