@@ -43,20 +43,23 @@ METHODS = ("standard", "gradient_step", "fgsm", "pgd")
 class FeatureTrainSpec:
     """How to train and what to record. ``batch_size=0`` means full-batch gradient descent.
 
-    ``pgd_step_size=0`` means ``2.5 ε / pgd_steps`` (Madry et al.'s rule of thumb).
+    ``pgd_step_size=0`` means ``2.5 ε / pgd_steps`` (Madry et al.'s rule of thumb). Clean and
+    feature-attack accuracy are measured every ``eval_every`` steps, PGD robust accuracy (the
+    costly one) every ``pgd_eval_every`` steps (0: at the last step only).
     """
 
     method: str = "gradient_step"
-    steps: int = 600
-    lr: float = 1.0
+    steps: int = 200
+    lr: float = 3.0
     batch_size: int = 0
-    eps: float = 0.45
-    eta_tilde: float = 30.0
+    eps: float = 0.4
+    eta_tilde: float = 15.0
     pgd_steps: int = 5
     pgd_step_size: float = 0.0
-    probe_every: int = 10
-    eval_every: int = 200
-    eval_eps: float = 0.45
+    probe_every: int = 5
+    eval_every: int = 50
+    pgd_eval_every: int = 0
+    eval_eps: float = 0.4
     eval_pgd_steps: int = 10
     eval_pgd_restarts: int = 1
 
@@ -70,6 +73,8 @@ class FeatureTrainSpec:
             raise ConfigError("batch_size", self.batch_size, ">= 0 (0: full batch)")
         if self.eval_pgd_steps < 0:
             raise ConfigError("eval_pgd_steps", self.eval_pgd_steps, ">= 0")
+        if self.pgd_eval_every < 0:
+            raise ConfigError("pgd_eval_every", self.pgd_eval_every, ">= 0 (0: at the last step only)")
         for name in ("lr", "eps", "eta_tilde", "pgd_step_size", "eval_eps"):
             v = getattr(self, name)
             if not (math.isfinite(v) and v >= 0):
@@ -120,12 +125,16 @@ def _per_member(ok: torch.Tensor, E: int) -> torch.Tensor:
 
 
 def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spec: FeatureTrainSpec,
-                       generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                       generator: torch.Generator | None, *, with_pgd: bool = True
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(clean, feature-attack, PGD) accuracy per ensemble member, each (E,).
 
     The feature attack subtracts ``eval_eps · v_y`` on the non-robust patches of each test
-    point (its own member's ``v``); PGD is ℓ∞ with radius ``eval_eps``, random start, step
-    ``2.5 ε / steps``. Robust accuracy counts a point only if it is also correct when clean.
+    point (its own member's ``v``; Seed 000, Prop. 3.2). PGD is ℓ∞ with radius ``eval_eps``,
+    random start, step ``2.5 ε / steps``, on the margin loss: the cross-entropy of a
+    saturated softmax has exactly zero input gradient in float32, which would pass for
+    robustness (gradient masking). NaN when ``with_pgd`` is False. Robust accuracy counts a
+    point only if it is also correct when clean.
     """
     E = model.E
     flat = Flat(model, E).eval()
@@ -143,14 +152,17 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     with torch.no_grad():
         x_feat = attack(flat, x, member * model.k + y, bounds=None, mask=fold(test.nonrobust))
         feat_ok = (flat(x_feat).argmax(-1) == y) & (flat(x).argmax(-1) == y)
-    if spec.eval_pgd_steps > 0:
-        pgd = PGD(Linf(spec.eval_eps), steps=spec.eval_pgd_steps,
-                  step_size=2.5 * spec.eval_eps / spec.eval_pgd_steps, random_start=True,
-                  restarts=spec.eval_pgd_restarts, loss="margin")
-        pgd_ok = robust_accuracy(flat, x, y, pgd, bounds=None, generator=generator, per_sample=True)
+    if not with_pgd:
+        pgd = torch.full((E,), math.nan)
+    elif spec.eval_pgd_steps > 0:
+        attack = PGD(Linf(spec.eval_eps), steps=spec.eval_pgd_steps,
+                     step_size=2.5 * spec.eval_eps / spec.eval_pgd_steps, random_start=True,
+                     restarts=spec.eval_pgd_restarts, loss="margin")
+        ok = robust_accuracy(flat, x, y, attack, bounds=None, generator=generator, per_sample=True)
+        pgd = _per_member(ok, E)
     else:
-        pgd_ok = torch.full_like(feat_ok, False)
-    return clean, _per_member(feat_ok, E), _per_member(pgd_ok, E)
+        pgd = torch.full((E,), math.nan)
+    return clean, _per_member(feat_ok, E), pgd.to(clean.device)
 
 
 def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test: PatchData,
@@ -184,7 +196,9 @@ def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test:
         losses.append(loss.detach().cpu() if loss is not None else torch.full((E,), math.nan))
 
     def evaluate(t: int) -> None:
-        c, f, p = evaluate_patch_cnn(model, features, test, spec, eval_generator)
+        final = t == spec.steps
+        with_pgd = final or (spec.pgd_eval_every > 0 and t % spec.pgd_eval_every == 0)
+        c, f, p = evaluate_patch_cnn(model, features, test, spec, eval_generator, with_pgd=with_pgd)
         eval_steps.append(t)
         cleans.append(c.cpu())
         feats.append(f.cpu())
