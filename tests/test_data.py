@@ -75,3 +75,11 @@ def test_unknown_dataset_and_missing_data_dir():
         load_images("imagenet")
     with pytest.raises(UserError, match="data-dir"):
         load_images("cifar10")
+
+
+def test_caps_take_a_random_subset_not_a_class_sorted_prefix():
+    s = load_images("mnist5k", max_train=300, max_test=100)
+    assert len(s.x_train) == 300 and len(s.x_test) == 100
+    assert set(s.y_train.tolist()) == set(range(10))  # a prefix would hold digits 0 and 1 only
+    again = load_images("mnist5k", max_train=300, max_test=100)
+    assert torch.equal(s.x_train, again.x_train)

@@ -137,3 +137,16 @@ def test_tiny_sweep_writes_claims_and_figures(tmp_path):
     figs = {f.name for f in (tmp_path / "run" / "figures").iterdir()}
     assert {"stability_vs_width.png", "stability_vs_depth.png", "lazy_vs_nonlazy.png", "kappa.png"} <= figs
     assert (tmp_path / "run" / "report.html").exists()
+
+
+def test_stability_in_chunks_equals_one_pass():
+    from robustlab.models.deep import DeepMLP
+    from robustlab.utils import make_generator
+
+    model = DeepMLP(20, 64, 3, 5, generators=[make_generator(s) for s in range(3)], dtype=torch.float64)
+    x = torch.randn(37, 20, generator=make_generator(1, "x"), dtype=torch.float64)
+    whole = W._per_member_stability(model, x, 0.1, 3, width=64)
+    chunked = W._per_member_stability(model, x, 0.1, 3, width=64, budget=64 * 3 * 5)  # 5 points a chunk
+    torch.testing.assert_close(whole, chunked, rtol=1e-12, atol=0)
+    one = W._per_member_stability(model.member(2), x, 0.1, 1, width=64)
+    torch.testing.assert_close(whole[2:], one, rtol=1e-12, atol=0)

@@ -234,10 +234,15 @@ def load_images(
         x_all, y_all = pick(raw.images, raw.labels)
         tr, te = _stratified_split(y_all.numpy(), test_fraction, split_seed)
         x_tr, y_tr, x_te, y_te = x_all[tr], y_all[tr], x_all[te], y_all[te]
-    if max_train is not None:
-        x_tr, y_tr = x_tr[:max_train], y_tr[:max_train]
-    if max_test is not None:
-        x_te, y_te = x_te[:max_test], y_te[:max_test]
+    # Caps take a random subset (fixed by split_seed), never a prefix: sources such as
+    # mnist5k are sorted by class, so a prefix would hold one or two classes only.
+    rng = np.random.default_rng([split_seed, 1])
+    if max_train is not None and max_train < len(y_tr):
+        keep = torch.from_numpy(np.sort(rng.permutation(len(y_tr))[:max_train]))
+        x_tr, y_tr = x_tr[keep], y_tr[keep]
+    if max_test is not None and max_test < len(y_te):
+        keep = torch.from_numpy(np.sort(rng.permutation(len(y_te))[:max_test]))
+        x_te, y_te = x_te[keep], y_te[keep]
 
     def prep(x: torch.Tensor) -> torch.Tensor:
         if size is not None:

@@ -92,7 +92,7 @@ class FeatureLearningConfig(Config):
     # data (Seed 000 Def. 2.2)
     k: int = param(2, "classes", ge=1)
     P: int = param(48, "patches per sample", ge=1)
-    d: int = param(32, "patch dimension (noise sigma_n = 1/sqrt(d) by default)", ge=1)
+    d: int = param(64, "patch dimension (noise sigma_n = 1/sqrt(d) by default)", ge=1)
     n_robust: int = param(1, "robust patches per sample (|J_R|)", ge=0)
     alpha: float = param(1.0, "robust feature strength (min of the range when alpha_max is set)", ge=0)
     alpha_max: float | None = param(None, "draw alpha_p ~ U[alpha, alpha_max] (none: fixed)")
@@ -131,7 +131,8 @@ class FeatureLearningConfig(Config):
     max_train: int = param(0, "cap on training images (0: all)", ge=0)
     max_test: int = param(0, "cap on test images (0: all)", ge=0)
     width: int = param(8, "small-CNN width (channels of the first conv)", ge=1)
-    epochs: int = param(12, "image training epochs", ge=1)
+    epochs: int = param(8, "image training epochs", ge=1)
+    image_eval_every: int = param(2, "clean / PGD test accuracy every n epochs (and at the end)", ge=1)
     image_lr: float = param(0.05, "image SGD learning rate (momentum 0.9)", gt=0)
     image_batch: int = param(64, "image minibatch", ge=1)
     image_eps: float = param(0.1, "image l_inf budget (pixels in [0, 1])", ge=0)
@@ -175,7 +176,7 @@ class FeatureLearningConfig(Config):
     def image_spec(self, method: str | None = None) -> ImageTrainSpec:
         return ImageTrainSpec(method=method or self.method, epochs=self.epochs, lr=self.image_lr,
                               batch_size=self.image_batch, eps=self.image_eps,
-                              pgd_steps=self.image_pgd_steps, eval_every=1)
+                              pgd_steps=self.image_pgd_steps, eval_every=self.image_eval_every)
 
 
 # ----------------------------------------------------------------------------------------
@@ -282,3 +283,420 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
                          "chance": 1.0 / k, "n_test": int(data.y_test.shape[0])})
         out.append(rows)
     return out
+
+
+# ----------------------------------------------------------------------------------------
+# claims
+
+# config fields that may differ between the two runs claim 4 compares
+_ADV_ONLY = {"experiment", "method", "eps", "eta_tilde", "pgd_steps", "point"}
+
+
+def _rows(df: pd.DataFrame, kind: str, **match) -> pd.DataFrame:
+    if "kind" not in df.columns:
+        return df.iloc[0:0]
+    sel = df["kind"] == kind
+    for col, val in match.items():
+        if col not in df.columns:
+            return df.iloc[0:0]
+        sel &= df[col].isin(val) if isinstance(val, list | tuple | set) else df[col] == val
+    return df[sel]
+
+
+def _missing(cid: str, statement: str, what: str) -> Claim:
+    return Claim(cid, statement, False, {"missing": what}, SOURCE)
+
+
+def _f(x) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else round(x, 6)
+
+
+def _claim_standard(df: pd.DataFrame) -> Claim:
+    st = (f"standard training learns the non-robust feature: final B > {CLAIM_RATIO:g}·A, clean accuracy "
+          f">= {CLEAN_MIN}, accuracy under δ_p = −ε v_y <= chance + {CHANCE_SLACK}")
+    fin = _rows(df, "final", experiment="main", method="standard")
+    if fin.empty:
+        return _missing("A1-standard-learns-nonrobust", st, "no experiment=main, method=standard results")
+    A, B = fin["A"].mean(), fin["B"].mean()
+    clean, feat, chance = fin["clean_acc"].mean(), fin["feature_acc"].mean(), fin["chance"].mean()
+    ok = bool(B > CLAIM_RATIO * A and clean >= CLEAN_MIN and feat <= chance + CHANCE_SLACK)
+    return Claim("A1-standard-learns-nonrobust", st, ok, {
+        "A_mean": _f(A), "B_mean": _f(B), "B_over_A": _f(B / A) if A > 0 else None,
+        "B_over_A_per_seed": [_f(b / a) if a > 0 else None for a, b in zip(fin["A"], fin["B"])],
+        "clean_acc": _f(clean), "feature_attack_acc": _f(feat), "chance": _f(chance),
+        "pgd_acc": _f(fin["pgd_acc"].mean()), "eval_eps": _f(fin["eval_eps"].iloc[0]),
+        "n_seeds": int(len(fin))}, SOURCE + ", Thm 4.3 / Prop. 3.2")
+
+
+def _claim_adversarial(df: pd.DataFrame) -> Claim:
+    st = (f"one-step adversarial training learns the robust feature: final A > B, robust accuracy >= "
+          f"{ROBUST_MIN} under the feature-direction attack and under l_inf PGD")
+    fin = _rows(df, "final", experiment="main", method="gradient_step")
+    if fin.empty:
+        return _missing("A2-adversarial-learns-robust", st, "no experiment=main, method=gradient_step results")
+    A, B = fin["A"].mean(), fin["B"].mean()
+    feat, pgd = fin["feature_acc"].mean(), fin["pgd_acc"].mean()
+    ok = bool(A > B and feat >= ROBUST_MIN and pgd >= ROBUST_MIN)
+    ev = {"A_mean": _f(A), "B_mean": _f(B), "A_minus_B_per_seed": [_f(v) for v in fin["A_minus_B"]],
+          "clean_acc": _f(fin["clean_acc"].mean()), "feature_attack_acc": _f(feat),
+          "feature_attack_acc_per_seed": [_f(v) for v in fin["feature_acc"]], "pgd_acc": _f(pgd),
+          "eval_eps": _f(fin["eval_eps"].iloc[0]), "n_seeds": int(len(fin))}
+    multi = _rows(df, "final", experiment="attack")
+    for method, sub in multi.groupby("method"):  # the practice variants, for context
+        ev[f"{method}_training"] = {"A_minus_B": _f(sub["A_minus_B"].mean()),
+                                    "feature_attack_acc": _f(sub["feature_acc"].mean()),
+                                    "pgd_acc": _f(sub["pgd_acc"].mean())}
+    return Claim("A2-adversarial-learns-robust", st, ok, ev, SOURCE + ", Thm 4.4")
+
+
+def _fit_loglog(x: np.ndarray, y: np.ndarray) -> dict:
+    """OLS of log y on log x with a 95% t-interval on the slope."""
+    from scipy import stats
+
+    lx, ly = np.log(x), np.log(y)
+    n = len(lx)
+    res = stats.linregress(lx, ly)
+    t = stats.t.ppf(0.975, n - 2) if n > 2 else math.inf
+    half = t * res.stderr if n > 2 else math.inf
+    return {"slope": float(res.slope), "intercept": float(res.intercept), "slope_ci95": [
+        float(res.slope - half), float(res.slope + half)], "n": n}
+
+
+def _claim_two_phases(df: pd.DataFrame) -> Claim:
+    st = ("two phases in one-step adversarial training: B leads first, then A overtakes; the crossing "
+          f"time scales like 1/η̃ (log–log slope within {SLOPE_TOL} of −1)")
+    fin = _rows(df, "final", experiment=["main", "eta"], method="gradient_step")
+    if fin.empty or fin["eta_tilde"].nunique() < 3:
+        return _missing("A3-two-phases", st, "gradient_step results at >= 3 values of eta_tilde "
+                        "(experiments main and eta)")
+    crossed = fin["cross_step"].notna()
+    ev: dict = {"runs": int(len(fin)), "runs_with_crossing": int(crossed.sum())}
+    by_eta = {}
+    for eta, sub in fin.groupby("eta_tilde"):
+        cs = sub["cross_step"].dropna()
+        by_eta[f"{eta:g}"] = {"crossing_steps": [float(c) for c in cs], "n_runs": int(len(sub)),
+                              "b_peak_steps": [float(b) for b in sub["b_peak_step"]]}
+    ev["by_eta_tilde"] = by_eta
+    ok_phases = bool(crossed.all())
+    ok_slope = False
+    pts = fin[crossed]
+    if pts["eta_tilde"].nunique() >= 2 and len(pts) >= 3:
+        # steps count from 0; a crossing is at least one probe in, so log is finite
+        fit = _fit_loglog(pts["eta_tilde"].to_numpy(float), pts["cross_step"].to_numpy(float))
+        ev["slope"], ev["slope_ci95"], ev["n_points"] = fit["slope"], fit["slope_ci95"], fit["n"]
+        ok_slope = abs(fit["slope"] + 1.0) <= SLOPE_TOL
+    peaks = fin[fin["b_peak_step"] > 0]
+    if peaks["eta_tilde"].nunique() >= 2 and len(peaks) >= 3:  # end of phase 1 (B's maximum), context
+        fitb = _fit_loglog(peaks["eta_tilde"].to_numpy(float), peaks["b_peak_step"].to_numpy(float))
+        ev["b_peak_slope"], ev["b_peak_slope_ci95"] = fitb["slope"], fitb["slope_ci95"]
+    ev["two_phases_in_every_run"], ev["slope_close_to_minus_one"] = ok_phases, ok_slope
+    return Claim("A3-two-phases", st, ok_phases and ok_slope, ev, SOURCE + ", Lemma 5.2 / Sec. 5")
+
+
+def _claim_eps_zero(df: pd.DataFrame) -> Claim:
+    st = f"ε = 0 adversarial training reproduces standard training exactly (A, B, loss probes within {EXACT_TOL:g})"
+    adv = _rows(df, "probe", method="gradient_step", eps=0.0)
+    std = _rows(df, "probe", method="standard")
+    if adv.empty or std.empty:
+        return _missing("A4-eps-zero-is-standard", st, "probes of standard and of eps=0 gradient_step runs")
+    cfg_cols = [c for c in FeatureLearningConfig.field_names() if c in df.columns and c not in _ADV_ONLY]
+    worst, n = 0.0, 0
+    pairs = []
+    for _, a in adv.groupby("point"):
+        key = a.iloc[0][cfg_cols]
+        same = std
+        for c in cfg_cols:
+            same = same[(same[c] == key[c]) | (same[c].isna() & pd.isna(key[c]))]
+        if same.empty:
+            continue
+        m = a.merge(same, on="step", suffixes=("_adv", "_std"))
+        if m.empty:
+            continue
+        diff = max(float((m[f"{c}_adv"] - m[f"{c}_std"]).abs().max()) for c in ("A", "B", "loss"))
+        worst, n = max(worst, diff), n + len(m)
+        pairs.append({"seed": int(key["seed"]), "max_abs_diff": diff, "probes": int(len(m))})
+    if n == 0:
+        return _missing("A4-eps-zero-is-standard", st, "a standard run with the same settings and seed "
+                        "as an eps=0 gradient_step run")
+    return Claim("A4-eps-zero-is-standard", st, bool(worst <= EXACT_TOL),
+                 {"max_abs_diff": worst, "probes_compared": n, "pairs": pairs}, SOURCE + " (reviewer question)")
+
+
+def _claim_eps_spectrum(df: pd.DataFrame) -> Claim:
+    st = ("ε spectrum: final A − B increases with ε over [0, ε_max] (ε_max: the largest swept ε <= α/2, "
+          "Assumption 2.3's ε ≪ α); each step non-decreasing within 2 standard errors, the last above the first")
+    fin = _rows(df, "final", method="gradient_step", experiment=["eps", "main"])
+    if not fin.empty:
+        base = fin[fin["experiment"] == "eps"]
+        if not base.empty:  # main joins only if it shares the sweep's other settings
+            fin = fin[(fin["experiment"] == "eps") | (fin["eta_tilde"] == base["eta_tilde"].iloc[0])]
+    if fin.empty or fin["eps"].nunique() < 3:
+        return _missing("A5-eps-spectrum", st, ">= 3 values of eps (experiment eps, with main)")
+    alpha = float(fin["alpha"].iloc[0])
+    g = fin.groupby("eps")["A_minus_B"].agg(["mean", "std", "count"]).sort_index()
+    g["sem"] = (g["std"].fillna(0.0) / np.sqrt(g["count"])).to_numpy()
+    acc = fin.groupby("eps")[["feature_acc", "pgd_acc", "clean_acc"]].mean().sort_index()
+    inside = g[g.index <= alpha / 2 + 1e-12]
+    steps_ok = []
+    m_, s_ = inside["mean"].to_numpy(), inside["sem"].to_numpy()
+    for i in range(1, len(m_)):
+        steps_ok.append(bool(m_[i] >= m_[i - 1] - 2.0 * math.hypot(s_[i - 1], s_[i])))
+    ok = bool(len(inside) >= 3 and all(steps_ok) and inside["mean"].iloc[-1] > inside["mean"].iloc[0])
+    sign = None
+    means = g["mean"].to_numpy()
+    eps_v = g.index.to_numpy(float)
+    for i in range(1, len(means)):  # first change of sign, linearly interpolated
+        if np.sign(means[i - 1]) != np.sign(means[i]) and means[i - 1] != means[i]:
+            sign = float(eps_v[i - 1] - means[i - 1] * (eps_v[i] - eps_v[i - 1]) / (means[i] - means[i - 1]))
+            break
+    return Claim("A5-eps-spectrum", st, ok, {
+        "eps": [float(e) for e in eps_v], "A_minus_B_mean": [_f(v) for v in means],
+        "A_minus_B_sem": [_f(v) for v in g["sem"]], "eps_max": float(inside.index.max()) if len(inside) else None,
+        "steps_non_decreasing": steps_ok, "sign_change_eps": sign,
+        "feature_acc": [_f(v) for v in acc["feature_acc"]], "pgd_acc": [_f(v) for v in acc["pgd_acc"]],
+        "clean_acc": [_f(v) for v in acc["clean_acc"]],
+        "eval_eps": _f(fin["eval_eps"].iloc[0])}, SOURCE + " (reviewer question: the effect of ε)")
+
+
+def _wilson_low(p: float, n: int, z: float = 1.96) -> float:
+    if n == 0:
+        return float("nan")
+    den = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    return (centre - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / den
+
+
+def _claim_images(df: pd.DataFrame) -> Claim:
+    st = ("real images: PGD adversarial training gives higher robust accuracy than standard training at the "
+          "same ε on every dataset; the Ilyas et al. non-robust-dataset test accuracy is reported against chance")
+    fin = _rows(df, "image_final", experiment="images")
+    if fin.empty:
+        return _missing("A6-real-images", st, "experiment=images results")
+    ev: dict = {}
+    ok = True
+    for ds, sub in fin.groupby("dataset"):
+        std, adv = sub[sub["method"] == "standard"], sub[sub["method"] == "pgd"]
+        il = _rows(df, "ilyas", experiment="images", dataset=ds)
+        entry = {"eps": _f(sub["image_eps"].iloc[0]),
+                 "standard": {"clean": _f(std["clean_acc"].mean()) if len(std) else None,
+                              "robust": _f(std["robust_acc"].mean()) if len(std) else None},
+                 "pgd_training": {"clean": _f(adv["clean_acc"].mean()) if len(adv) else None,
+                                  "robust": _f(adv["robust_acc"].mean()) if len(adv) else None}}
+        better = bool(len(std) and len(adv) and adv["robust_acc"].mean() > std["robust_acc"].mean())
+        if len(il):
+            acc, n = float(il["ilyas_acc"].mean()), int(il["n_test"].sum())
+            entry["ilyas"] = {"acc": _f(acc), "chance": _f(il["chance"].iloc[0]),
+                              "wilson95_low": _f(_wilson_low(acc, n)), "above_chance": bool(_wilson_low(acc, n) > il["chance"].iloc[0]),
+                              "targeted_attack_success": _f(il["attack_success"].mean()), "n_runs": int(len(il))}
+        reported = bool(len(il)) and math.isfinite(float(il["ilyas_acc"].mean())) if len(il) else False
+        entry["adversarial_more_robust"], entry["ilyas_reported"] = better, reported
+        ok = ok and better and reported
+        ev[str(ds)] = entry
+    return Claim("A6-real-images", st, ok, ev, SOURCE + ", Sec. 6; Ilyas et al. 2019, Sec. 3.2")
+
+
+def claims(df: pd.DataFrame, ctx: Context) -> list[Claim]:
+    return [_claim_standard(df), _claim_adversarial(df), _claim_two_phases(df), _claim_eps_zero(df),
+            _claim_eps_spectrum(df), _claim_images(df)]
+
+
+# ----------------------------------------------------------------------------------------
+# figures
+
+def _regimes(df: pd.DataFrame, kind: str) -> list[tuple[str, pd.DataFrame]]:
+    out = []
+    for method, label in (("standard", "standard"), ("gradient_step", "adversarial (one step)")):
+        sub = _rows(df, kind, experiment="main", method=method)
+        if not sub.empty:
+            out.append((label, sub))
+    return out
+
+
+def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    figs: list[Figure] = []
+    probes = _regimes(df, "probe")
+    if probes:
+        fig, axes = plt.subplots(1, len(probes), figsize=(4.6 * len(probes), 3.2), squeeze=False)
+        for ax, (label, sub) in zip(axes[0], probes):
+            mean_band(ax, sub, "step", "A", label="A = max_r <w, u> (robust)", marker="")
+            mean_band(ax, sub, "step", "B", label="B = max_r <w, v> (non-robust)", marker="")
+            ax.set_title(label)
+            ax.set_xlabel("step")
+            ax.legend()
+        axes[0][0].set_ylabel("feature alignment (mean over classes)")
+        save(fig, ctx.figdir / "ab_dynamics.png")
+        figs.append(Figure("figures/ab_dynamics.png", "Robust (A) and non-robust (B) feature learning",
+                           "Mean over seeds, ±1 std band. Standard training should grow B and leave A small; "
+                           "one-step adversarial training should grow B first, then let A overtake."))
+    evals = _regimes(df, "eval")
+    if evals:
+        fig, axes = plt.subplots(1, len(evals), figsize=(4.6 * len(evals), 3.2), squeeze=False)
+        for ax, (label, sub) in zip(axes[0], evals):
+            mean_band(ax, sub, "step", "clean_acc", label="clean", marker=".")
+            mean_band(ax, sub, "step", "feature_acc", label="δ_p = −ε v_y", marker=".")
+            p = sub[sub["pgd_acc"].notna()]
+            if not p.empty:
+                mean_band(ax, p, "step", "pgd_acc", label="l_inf PGD", marker="s")
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_title(label)
+            ax.set_xlabel("step")
+            ax.legend()
+        axes[0][0].set_ylabel("test accuracy")
+        save(fig, ctx.figdir / "accuracy.png")
+        figs.append(Figure("figures/accuracy.png", "Clean and robust accuracy during training",
+                           "Held-out accuracy clean, under the theory's feature-direction attack and under "
+                           "l_inf PGD (at the end, or every pgd_eval_every steps)."))
+    fin = _rows(df, "final", experiment=["main", "eta"], method="gradient_step")
+    pts = fin[fin["cross_step"].notna()] if not fin.empty else fin
+    if not pts.empty and pts["eta_tilde"].nunique() >= 2:
+        fig, ax = plt.subplots(figsize=(4.6, 3.4))
+        ax.loglog(pts["eta_tilde"], pts["cross_step"], "o", alpha=0.5, label="runs (seeds)")
+        g = pts.groupby("eta_tilde")["cross_step"].mean()
+        ax.loglog(g.index, g.values, "-", label="mean")
+        fit = _fit_loglog(pts["eta_tilde"].to_numpy(float), pts["cross_step"].to_numpy(float)) \
+            if len(pts) >= 3 else None
+        xs = np.array(sorted(pts["eta_tilde"].unique()), float)
+        ax.loglog(xs, g.iloc[0] * (xs / xs[0]) ** -1.0, "k--", lw=1, label="theory: slope −1")
+        if fit:
+            ax.set_title(f"fitted slope {fit['slope']:.2f} [{fit['slope_ci95'][0]:.2f}, {fit['slope_ci95'][1]:.2f}]")
+        ax.set_xlabel("η̃ (one-step attack step size)")
+        ax.set_ylabel("crossing step (A overtakes B)")
+        ax.legend()
+        save(fig, ctx.figdir / "crossing_eta.png")
+        figs.append(Figure("figures/crossing_eta.png", "Crossing time against η̃",
+                           "The theory predicts crossing time ∝ 1/η̃ (dashed). Runs where A never overtook B "
+                           "are left out and counted in claim A3."))
+    eps = _rows(df, "final", method="gradient_step", experiment=["eps", "main"])
+    if not eps.empty and eps["eps"].nunique() >= 2:
+        fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.2))
+        mean_band(axes[0], eps, "eps", "A_minus_B", label="A − B")
+        axes[0].axhline(0, color="k", lw=0.8)
+        axes[0].axvline(float(eps["beta"].iloc[0]), color="grey", ls=":", label="β")
+        axes[0].set_xlabel("training ε")
+        axes[0].set_ylabel("final A − B")
+        axes[0].legend()
+        mean_band(axes[1], eps, "eps", "clean_acc", label="clean")
+        mean_band(axes[1], eps, "eps", "feature_acc", label="δ_p = −ε v_y")
+        mean_band(axes[1], eps, "eps", "pgd_acc", label="l_inf PGD")
+        axes[1].set_xlabel("training ε (evaluation at eval_eps)")
+        axes[1].set_ylabel("final test accuracy")
+        axes[1].set_ylim(-0.02, 1.02)
+        axes[1].legend()
+        save(fig, ctx.figdir / "eps_spectrum.png")
+        figs.append(Figure("figures/eps_spectrum.png", "The ε spectrum",
+                           "ε = 0 is standard training; the theory's regime is β ≤ ε ≪ α. Left: which feature "
+                           "wins; right: the accuracy it buys (all evaluated at the same eval_eps)."))
+    ext = _rows(df, "final", experiment=["activation", "attack", "basis", "overlap", "main"])
+    if not ext.empty and (ext["experiment"] != "main").any():
+        def label(r):
+            if r["experiment"] == "main":
+                return f"default\n{r['method']}"
+            val = {"activation": r["activation"], "attack": r["method"], "basis": r["basis"],
+                   "overlap": "overlap"}[r["experiment"]]
+            return f"{val}\n{r['method']}" if r["experiment"] != "attack" else f"{val}\ntraining"
+        ext = ext.assign(variant=ext.apply(label, axis=1))
+        g = ext.groupby("variant", sort=False)[["A_minus_B", "feature_acc", "pgd_acc"]].mean()
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+        axes[0].bar(range(len(g)), g["A_minus_B"])
+        axes[0].axhline(0, color="k", lw=0.8)
+        axes[0].set_ylabel("final A − B")
+        width = 0.4
+        axes[1].bar(np.arange(len(g)) - width / 2, g["feature_acc"], width, label="δ_p = −ε v_y")
+        axes[1].bar(np.arange(len(g)) + width / 2, g["pgd_acc"], width, label="l_inf PGD")
+        axes[1].set_ylabel("final robust accuracy")
+        axes[1].legend()
+        for ax in axes:
+            ax.set_xticks(range(len(g)))
+            ax.set_xticklabels(g.index, fontsize=6, rotation=45, ha="right")
+        save(fig, ctx.figdir / "extensions.png")
+        figs.append(Figure("figures/extensions.png", "Reviewer extensions",
+                           "Activation (ReLU, GELU), FGSM / multi-step PGD training, rotated features, "
+                           "overlapping patches, beside the defaults (means over seeds)."))
+    ep = _rows(df, "epoch", experiment="images")
+    if not ep.empty:
+        dsets = sorted(ep["dataset"].unique())
+        fig, axes = plt.subplots(1, len(dsets) + 1, figsize=(4.4 * (len(dsets) + 1), 3.2), squeeze=False)
+        for ax, ds in zip(axes[0], dsets):
+            for method, sub in ep[ep["dataset"] == ds].groupby("method"):
+                name = "PGD training" if method == "pgd" else "standard"
+                mean_band(ax, sub, "epoch", "clean_acc", label=f"{name}: clean", marker=".")
+                mean_band(ax, sub, "epoch", "robust_acc", label=f"{name}: PGD", marker="s", ls="--")
+            ax.set_title(f"{ds} (ε = {ep[ep['dataset'] == ds]['image_eps'].iloc[0]:g})")
+            ax.set_xlabel("epoch")
+            ax.set_ylim(-0.02, 1.02)
+            ax.legend()
+        axes[0][0].set_ylabel("test accuracy")
+        il = _rows(df, "ilyas", experiment="images")
+        ax = axes[0][-1]
+        if not il.empty:
+            g = il.groupby("dataset")[["ilyas_acc", "chance"]].mean()
+            ax.bar(range(len(g)), g["ilyas_acc"], label="trained on the non-robust set")
+            ax.scatter(range(len(g)), g["chance"], color="k", marker="_", s=400, label="chance", zorder=3)
+            ax.set_xticks(range(len(g)))
+            ax.set_xticklabels(g.index)
+            ax.set_ylabel("true test accuracy")
+            ax.legend()
+        ax.set_title("Ilyas et al. non-robust dataset")
+        save(fig, ctx.figdir / "images.png")
+        figs.append(Figure("figures/images.png", "Real images",
+                           "Clean and PGD accuracy per epoch for standard and PGD adversarial training; right: "
+                           "a fresh model trained only on targeted adversarial examples relabelled with their "
+                           "target, scored on the true test set, against chance."))
+    return figs
+
+
+# ----------------------------------------------------------------------------------------
+# presets
+
+_SYNTH = [
+    {"experiment": ["main"], "method": ["standard", "gradient_step"]},
+    # larger η̃ crosses later: the sweep runs longer so that the crossing falls inside it
+    {"experiment": ["eta"], "method": ["gradient_step"], "eta_tilde": [20.0, 30.0, 45.0], "steps": [400]},
+    {"experiment": ["eps"], "method": ["gradient_step"], "eps": [0.0, 0.1, 0.2, 0.3, 0.5, 0.7]},
+    {"experiment": ["activation"], "method": ["standard", "gradient_step"], "activation": ["relu", "gelu"]},
+    {"experiment": ["attack"], "method": ["fgsm", "pgd"]},
+    {"experiment": ["basis"], "method": ["standard", "gradient_step"], "basis": ["rotated"]},
+    {"experiment": ["overlap"], "method": ["standard", "gradient_step"], "overlap": [True]},
+]
+
+QUICK_GRID = _SYNTH + [
+    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"]},
+    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["mnist5k"], "image_size": [14],
+     "max_train": [1000], "max_test": [500], "epochs": [6], "image_lr": [0.1], "image_pgd_steps": [3]},
+]
+
+PAPER_GRID = [
+    {"experiment": ["main"], "method": ["standard", "gradient_step"]},
+    {"experiment": ["eta"], "method": ["gradient_step"], "eta_tilde": [20.0, 30.0, 60.0, 120.0, 240.0]},
+    {"experiment": ["eps"], "method": ["gradient_step"], "eps": [0.0, 0.1, 0.2, 0.3, 0.5, 0.6, 0.8]},
+    {"experiment": ["activation"], "method": ["standard", "gradient_step"], "activation": ["relu", "gelu"]},
+    {"experiment": ["attack"], "method": ["fgsm", "pgd"]},
+    {"experiment": ["basis"], "method": ["standard", "gradient_step"], "basis": ["rotated"]},
+    {"experiment": ["overlap"], "method": ["standard", "gradient_step"], "overlap": [True]},
+    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [30]},
+    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["mnist5k"], "epochs": [15],
+     "image_lr": [0.1]},
+]
+
+STUDY = Study(
+    name="feature-learning",
+    title="Feature learning under structured data: standard vs adversarial training",
+    source=SOURCE,
+    summary=("Patch data with a strong sparse robust feature and a weak dense non-robust one: standard "
+             "training learns the non-robust feature, one-step adversarial training the robust one. "
+             "η̃ and ε sweeps, reviewer extensions, and real images (with Ilyas et al.'s test)."),
+    config=FeatureLearningConfig,
+    presets={
+        "quick": Preset({}, QUICK_GRID, n_seeds=3,
+                        description="d=64, P=48, 64 samples, 200 steps at lr 3; 3 seeds; digits + mnist5k (14x14, 1000 images)"),
+        "paper": Preset({"d": 64, "P": 64, "n_train": 200, "n_test": 500, "m": 8, "lr": 1.0, "steps": 1500,
+                         "probe_every": 5, "eval_every": 100, "pgd_eval_every": 500, "eta_tilde": 30.0,
+                         "eval_pgd_steps": 20}, PAPER_GRID, n_seeds=5,
+                        description="the prototype's scales (d=64, P=64, 200 samples, m=8), 1500 steps, 5 seeds"),
+    },
+    run_points=run_points,
+    claims=claims,
+    figures=figures,
+    ensemble=True,
+)

@@ -50,6 +50,7 @@ import dataclasses
 import functools
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -126,6 +127,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("mc_samples", 1, "0 (off) or >= 2")
         if self.dataset in ("mnist", "cifar10", "cifar100") and self.data_dir is None:
             raise ConfigError("data_dir", None, f"a folder holding the {self.dataset} files (dataset={self.dataset})")
+        if self.data_dir is not None and not Path(self.data_dir).is_dir():
+            raise ConfigError("data_dir", self.data_dir, "an existing directory")
         if self.dataset == "digits" and self.size is not None and self.size > 8:
             raise ConfigError("size", self.size, "<= 8 for digits (8x8 images)")
         if self.output == "single" and len(self.classes) != 2:
@@ -209,11 +212,21 @@ def build_model(cfgs: list[WidthDepthInitConfig], data: Split, device: torch.dev
     return VmapEnsemble(nets).to(device)
 
 
-def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E: int) -> torch.Tensor:
-    """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points."""
+def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E: int, *,
+                          width: int = 1, budget: int = 2**24) -> torch.Tensor:
+    """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points.
+
+    Points go through in chunks that keep one hidden activation (E · chunk · width floats)
+    within ``budget``: the Jacobian's k backward passes run batched, k copies of each.
+    """
     flat = Flat(model, E)
-    per = perturbation_stability(flat, fold(x.expand(E, *x.shape)), eps, per_sample=True)  # (E·N,)
-    return per.reshape(E, len(x)).mean(1)
+    chunk = max(1, budget // max(1, E * width))
+    parts = []
+    for i in range(0, len(x), chunk):
+        xc = x[i:i + chunk]
+        per = perturbation_stability(flat, fold(xc.expand(E, *xc.shape)), eps, per_sample=True)  # (E·n,)
+        parts.append(per.reshape(E, len(xc)))
+    return torch.cat(parts, 1).mean(1)
 
 
 AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc")
@@ -234,14 +247,16 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     E = len(cfgs)
     model = build_model(cfgs, data, dev)
     d = data.d
+    # floats of one hidden activation per point (a CNN's channels at every pixel)
+    act = base.width if base.arch == "fcn" else base.width * data.x_test[0, 0].numel()
     spec = base.sgd()
-    stab0 = _per_member_stability(model, data.x_test, base.eps, E)
+    stab0 = _per_member_stability(model, data.x_test, base.eps, E, width=act)
     at = {k: torch.full((E,), float("nan"), dtype=torch.float64) for k in AT_TARGET}
 
     def on_target(newly: torch.Tensor, epoch: int) -> None:
         vals = dict(zip(("train_loss", "train_acc"), evaluate(model, data.x_train, data.y_train, spec.loss, E=E)))
         vals["test_acc"] = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)[1]
-        vals["stability"] = _per_member_stability(model, data.x_test, base.eps, E)
+        vals["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
         for k in AT_TARGET:
             at[k][newly] = vals[k].detach().double().cpu()[newly]
 
@@ -249,7 +264,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs])
     tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
     te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
-    stab = _per_member_stability(model, data.x_test, base.eps, E)
+    stab = _per_member_stability(model, data.x_test, base.eps, E, width=act)
     end = {"stability": stab, "train_loss": tr_loss, "train_acc": tr_acc, "test_acc": te_acc}
     for k in AT_TARGET:  # never reached: the end of the schedule is as far as it got
         miss = log.reached == 0
@@ -269,7 +284,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             mc[e] = est.mean.mean()
             # draws are independent across points: the mean's variance is the sum over points / n²
             mc_se[e] = est.stderr.pow(2).sum().sqrt() / n
-        mc_exact = _per_member_stability(model, xm, base.eps, E)
+        mc_exact = _per_member_stability(model, xm, base.eps, E, width=act)
     seconds = time.perf_counter() - t0
     n_params = model.n_params()
     out: list = []
