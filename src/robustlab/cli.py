@@ -110,7 +110,8 @@ def _early_workers(args: argparse.Namespace) -> None:
     if args.backend == "local" and args.workers > 1:
         from .sweep.backends import start_fork_server
 
-        start_fork_server(["robustlab.studies", "robustlab.report.plots"])
+        # sklearn.datasets (the embedded digits) alone takes a second or more to import
+        start_fork_server(["robustlab.studies", "robustlab.report.plots", "sklearn.datasets"])
 
 
 def cmd_run(args: argparse.Namespace) -> int:

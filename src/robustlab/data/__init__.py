@@ -6,3 +6,6 @@ __all__ = ["DATASETS", "ImageData", "Split", "load_images", "load_raw", "resize"
 from .sphere import SPHERE_BOUNDS, sphere_teacher  # noqa: E402
 
 __all__ += ["SPHERE_BOUNDS", "sphere_teacher"]
+from .patches import AssumptionWarning, Features, PatchData, PatchSpec, sample_ensemble  # noqa: E402
+
+__all__ += ["AssumptionWarning", "Features", "PatchData", "PatchSpec", "sample_ensemble"]

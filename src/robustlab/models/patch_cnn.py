@@ -32,16 +32,35 @@ __all__ = ["smoothed_relu", "smoothed_relu_grad", "PatchCNN", "ACTIVATIONS"]
 ACTIVATIONS = ("smooth_relu", "relu", "gelu")
 
 
+class _SmoothedReLU(torch.autograd.Function):
+    """σ̃ with a hand-written backward: one fused pass each way instead of autograd's chain of
+    clamp / pow / where kernels (the activation is most of the model's elementwise work)."""
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, q: float, rho: float) -> torch.Tensor:
+        ctx.save_for_backward(z)
+        ctx.q, ctx.rho = q, rho
+        zc = z.clamp(0.0, rho)
+        return torch.where(z >= rho, z - (1.0 - 1.0 / q) * rho, zc.pow(q) / (q * rho ** (q - 1)))
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (z,) = ctx.saved_tensors
+        return grad * smoothed_relu_grad(z, ctx.q, ctx.rho), None, None
+
+
 def smoothed_relu(z: torch.Tensor, q: float, rho: float) -> torch.Tensor:
-    """σ̃(z) of seed 000 (elementwise, autograd-safe: the clamp keeps the unused branch finite)."""
+    """σ̃(z) of seed 000, elementwise (the custom backward is used whenever z needs a gradient)."""
+    if torch.is_grad_enabled() and z.requires_grad:
+        return _SmoothedReLU.apply(z, float(q), float(rho))
     zc = z.clamp(0.0, rho)
-    poly = zc.pow(q) / (q * rho ** (q - 1))
-    return torch.where(z >= rho, z - (1.0 - 1.0 / q) * rho, poly)
+    return torch.where(z >= rho, z - (1.0 - 1.0 / q) * rho, zc.pow(q) / (q * rho ** (q - 1)))
 
 
 def smoothed_relu_grad(z: torch.Tensor, q: float, rho: float) -> torch.Tensor:
-    """σ̃'(z) in closed form: (z/ρ)^{q-1} on [0, ρ], 1 above, 0 below (for tests)."""
-    return torch.where(z >= rho, torch.ones_like(z), (z.clamp(0.0, rho) / rho).pow(q - 1))
+    """σ̃'(z) in closed form: (z/ρ)^{q-1} on (0, ρ), 1 above, 0 at and below 0."""
+    poly = torch.where(z > 0, (z.clamp(0.0, rho) / rho).pow(q - 1), torch.zeros_like(z))
+    return torch.where(z >= rho, torch.ones_like(z), poly)
 
 
 class PatchCNN(nn.Module):
@@ -80,13 +99,19 @@ class PatchCNN(nn.Module):
         return torch.nn.functional.gelu(z)
 
     def preactivations(self, x: torch.Tensor) -> torch.Tensor:
-        """⟨w_{i,r}, x_p⟩: (E, N, P, d) → (E, N, k, m, P)."""
-        return torch.einsum("enpd,ekmd->enkmp", x, self.W)
+        """⟨w_{i,r}, x_p⟩: (E, N, P, d) → (E, N, P, k, m).
+
+        One batched matmul (E, N·P, d) @ (E, d, k·m): the layout needs no permute, and the
+        sums over patches and neurons below read it in place.
+        """
+        E, N, P, d = x.shape
+        pre = torch.matmul(x.reshape(E, N * P, d), self.W.reshape(E, self.k * self.m, d).transpose(1, 2))
+        return pre.view(E, N, P, self.k, self.m)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 4 or x.shape[0] != self.E or x.shape[-1] != self.d:
             raise ValueError(f"PatchCNN expects (E={self.E}, N, P, d={self.d}) input, got {tuple(x.shape)}")
-        return self.act(self.preactivations(x)).sum(dim=(-1, -2))  # (E, N, k)
+        return self.act(self.preactivations(x)).sum(dim=(2, 4))  # (E, N, k)
 
     @torch.no_grad()
     def feature_alignment(self, features: torch.Tensor) -> torch.Tensor:

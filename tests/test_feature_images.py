@@ -1,0 +1,60 @@
+"""Real-image training for seed 000's Sec. 6 and the Ilyas et al. 2019 non-robust dataset."""
+
+import pytest
+import torch
+
+from robustlab.config import ConfigError
+from robustlab.data import load_images
+from robustlab.models.small_cnn import SmallCNN
+from robustlab.train.images import ImageTrainSpec, nonrobust_dataset, train_images
+from robustlab.utils import make_generator
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_images("digits", max_train=300, max_test=100)
+
+
+def test_train_images_records_and_learns(digits):
+    model = SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)])
+    spec = ImageTrainSpec(method="pgd", epochs=3, eps=0.1, pgd_steps=2, eval_pgd_steps=2, eval_every=2)
+    h = train_images(model, digits.x_train, digits.y_train, digits.x_test, digits.y_test, spec,
+                     batch_generator=make_generator(0, "b"), attack_generator=make_generator(0, "a"))
+    assert h.epochs.tolist() == [2, 3]
+    assert h.clean_acc.shape == (2, 2) and h.robust_acc.shape == (2, 2)
+    assert (h.robust_acc <= h.clean_acc + 1e-9).all()  # robust counts only clean-correct points
+    std = SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)])
+    h = train_images(std, digits.x_train, digits.y_train, digits.x_test, digits.y_test,
+                     ImageTrainSpec(epochs=6, lr=0.1, eval_pgd_steps=0), batch_generator=make_generator(0, "b"))
+    assert (h.train_loss[:, -1] < h.train_loss[:, 0] - 0.2).all()  # it learns:
+    assert (h.clean_acc[:, -1] > 0.25).all()  # chance is 0.1
+
+
+def test_nonrobust_dataset_stays_in_the_ball_and_box(digits):
+    model = SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)])
+    x, y = digits.x_train[:50], digits.y_train[:50]
+    x_adv, t, success = nonrobust_dataset(model, x, y, 10, eps=0.1, steps=3, step_size=0.05,
+                                          generator=make_generator(0, "t"))
+    assert x_adv.shape == (2, 50, 1, 8, 8) and t.shape == (2, 50) and success.shape == (2,)
+    assert (x_adv - x).abs().max() <= 0.1 + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1
+    assert t.min() >= 0 and t.max() <= 9
+    assert (t == y).float().mean() < 0.4  # targets drawn independently of y (about 1/10 coincide)
+    x2, t2, _ = nonrobust_dataset(model, x, y, 10, eps=0.1, steps=3, step_size=0.05,
+                                  generator=make_generator(0, "t"))
+    assert torch.equal(x2, x_adv) and torch.equal(t2, t)
+
+
+def test_targeted_steps_move_towards_the_target(digits):
+    model = SmallCNN(1, 1, 10, width=4, generators=[make_generator(0, "c")])
+    x, y = digits.x_train[:64], digits.y_train[:64]
+    _, _, s0 = nonrobust_dataset(model, x, y, 10, eps=0.3, steps=1, step_size=1e-4, generator=make_generator(1, "t"))
+    _, _, s1 = nonrobust_dataset(model, x, y, 10, eps=0.3, steps=10, step_size=0.05, generator=make_generator(1, "t"))
+    assert s1.item() > s0.item() + 0.2
+
+
+@pytest.mark.parametrize("kw, field", [({"method": "fgsm"}, "method"), ({"epochs": 0}, "epochs"),
+                                       ({"lr": 0.0}, "lr"), ({"eps": -0.1}, "eps")])
+def test_bad_image_spec(kw, field):
+    with pytest.raises(ConfigError) as e:
+        ImageTrainSpec(**kw)
+    assert e.value.field == field

@@ -1,0 +1,148 @@
+"""Training the patch CNN: ε = 0 reduces to standard training, probes, the evaluation attacks."""
+
+import math
+
+import pytest
+import torch
+
+from robustlab.attacks import FGSM, PGD, GradientStep
+from robustlab.config import ConfigError
+from robustlab.data.patches import PatchSpec, sample_ensemble
+from robustlab.errors import NumericalError
+from robustlab.models.patch_cnn import PatchCNN
+from robustlab.train.feature import (
+    FeatureTrainSpec,
+    crossing_step,
+    evaluate_patch_cnn,
+    train_attack,
+    train_patch_cnn,
+)
+from robustlab.utils import make_generator
+
+SMALL = PatchSpec(k=2, P=40, d=16, alpha=1.0, beta=0.4)  # sum beta^3 = 2.5 > alpha^3
+
+
+def setup(seeds=(0, 1), spec=SMALL, m=4, sigma0=0.05, n=32):
+    feats, train, test = sample_ensemble(spec, list(seeds), n, 64, make_generator)
+    model = PatchCNN(len(seeds), spec.k, m, spec.d, sigma0=sigma0,
+                     generators=[make_generator(s, "init") for s in seeds])
+    return feats, train, test, model
+
+
+def run(method, eps, steps=20, seeds=(0, 1), **kw):
+    feats, train, test, model = setup(seeds)
+    spec = FeatureTrainSpec(method=method, steps=steps, lr=1.0, eps=eps, eta_tilde=15.0, probe_every=2,
+                            eval_every=10, eval_eps=0.4, eval_pgd_steps=2, **kw)
+    hist = train_patch_cnn(model, feats, train, test, spec, batch_generator=make_generator(0, "b"),
+                           attack_generator=make_generator(0, "a"), eval_generator=make_generator(0, "e"))
+    return hist, model
+
+
+def test_eps_zero_gradient_step_is_standard_training_bit_for_bit():
+    h_std, m_std = run("standard", 0.4)
+    h_adv, m_adv = run("gradient_step", 0.0)
+    assert torch.equal(m_std.W, m_adv.W)
+    for name in ("A", "B", "A_neuron", "B_neuron", "loss"):
+        assert torch.equal(getattr(h_std, name), getattr(h_adv, name)), name
+    h_pos, _ = run("gradient_step", 0.4)
+    assert not torch.equal(h_pos.A, h_std.A)  # and a positive budget does change training
+
+
+def test_history_shapes_and_probes_match_the_weights():
+    hist, model = run("gradient_step", 0.4, steps=10)
+    E, k, m = 2, 2, 4
+    assert hist.probe_steps.tolist() == [0, 2, 4, 6, 8, 10]
+    assert hist.A.shape == (E, 6, k) and hist.A_neuron.shape == (E, 6, k, m) and hist.loss.shape == (E, 6)
+    assert hist.eval_steps.tolist() == [0, 10]
+    assert math.isnan(float(hist.pgd_acc[0, 0])) and not math.isnan(float(hist.pgd_acc[0, -1]))
+    W = model.W.detach()
+    assert torch.allclose(hist.A_neuron[:, -1], W[..., :2].diagonal(dim1=1, dim2=3).transpose(1, 2))
+    assert torch.allclose(hist.A[:, -1], hist.A_neuron[:, -1].max(-1).values)
+
+
+def test_standard_training_grows_the_dense_feature():
+    hist, _ = run("standard", 0.4, steps=40)
+    A, B = hist.A.mean(-1)[:, -1], hist.B.mean(-1)[:, -1]
+    assert (B > 5 * A).all() and (B > 1.0).all()
+    assert (hist.clean_acc[:, -1] >= 0.95).all()
+
+
+def test_minibatch_is_reproducible_and_differs_from_full_batch():
+    h1, _ = run("standard", 0.4, batch_size=8)
+    h2, _ = run("standard", 0.4, batch_size=8)
+    h3, _ = run("standard", 0.4)
+    assert torch.equal(h1.A, h2.A) and not torch.equal(h1.A, h3.A)
+
+
+def test_train_attacks_are_the_shared_objects():
+    assert train_attack(FeatureTrainSpec(method="standard")) is None
+    gs = train_attack(FeatureTrainSpec(method="gradient_step", eps=0.3, eta_tilde=7.0))
+    assert isinstance(gs, GradientStep) and gs.step == 7.0 and gs.eps == 0.3
+    assert isinstance(train_attack(FeatureTrainSpec(method="fgsm")), FGSM)
+    pgd = train_attack(FeatureTrainSpec(method="pgd", eps=0.4, pgd_steps=4))
+    assert isinstance(pgd, PGD) and pgd.steps == 4 and pgd.step_size == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("kw, field", [({"method": "magic"}, "method"), ({"eps": -0.1}, "eps"),
+                                       ({"eta_tilde": -1.0}, "eta_tilde"), ({"steps": 0}, "steps"),
+                                       ({"lr": 0.0}, "lr"), ({"batch_size": -1}, "batch_size")])
+def test_bad_train_spec(kw, field):
+    with pytest.raises(ConfigError) as e:
+        FeatureTrainSpec(**kw)
+    assert e.value.field == field
+
+
+def test_divergence_raises_numerical_error():
+    feats, train, test, model = setup()
+    with torch.no_grad():
+        model.W.fill_(1e37)  # float32 logits overflow to inf
+    with pytest.raises(NumericalError):
+        train_patch_cnn(model, feats, train, test, FeatureTrainSpec(method="standard", steps=2, eval_pgd_steps=0))
+
+
+def test_crossing_step():
+    steps = torch.tensor([0, 5, 10, 15, 20])
+    assert crossing_step(steps, torch.tensor([.1, .1, .3, .5, .6]), torch.tensor([.1, .4, .4, .4, .4])) == 15.0
+    assert crossing_step(steps, torch.tensor([.2, .3, .4, .5, .6]), torch.tensor([.1, .1, .1, .1, .1])) is None
+    assert crossing_step(steps, torch.tensor([.0, .1, .2, .2, .2]), torch.tensor([.1, .4, .4, .4, .4])) is None
+
+
+def _hand_model(spec, feats, which, a, E=1):
+    model = PatchCNN(E, spec.k, 1, spec.d, sigma0=0.0)
+    with torch.no_grad():
+        model.W[:, :, 0] = a * (feats.u if which == "u" else feats.v)
+    return model
+
+
+def test_feature_attack_breaks_the_dense_detector_not_the_robust_one():
+    spec = PatchSpec(k=2, P=48, d=64, alpha=1.0, beta=0.4, sigma_n=0.0)
+    feats, _, test = sample_ensemble(spec, [0], 1, 200, make_generator)
+    ts = FeatureTrainSpec(eval_eps=0.4, eval_pgd_steps=0)
+    clean, feat, _ = evaluate_patch_cnn(_hand_model(spec, feats, "v", 2.0), feats, test, ts, None)
+    assert clean.item() == 1.0
+    # the attack erases v_y: every logit is 0 and argmax picks class 0, so accuracy = share of class 0
+    assert feat.item() == pytest.approx((test.y == 0).float().mean().item())
+    clean, feat, _ = evaluate_patch_cnn(_hand_model(spec, feats, "u", 2.0), feats, test, ts, None)
+    assert clean.item() == 1.0 and feat.item() == 1.0
+
+
+@pytest.mark.parametrize("a", [0.5, 1.7, 4.0])
+def test_pgd_breaks_the_robust_detector_when_nonrobust_is_denser(a):
+    """The obstruction in the study's docstring: adding +ε u_j to all P patches beats the one
+    robust patch whenever P > (α/ε − 1)^q, which Assumption 2.3's density forces."""
+    spec = PatchSpec(k=2, P=48, d=16, alpha=1.0, beta=0.4, sigma_n=0.0)
+    feats, _, test = sample_ensemble(spec, [0], 1, 100, make_generator)
+    ts = FeatureTrainSpec(eval_eps=0.4, eval_pgd_steps=20)
+    clean, feat, pgd = evaluate_patch_cnn(_hand_model(spec, feats, "u", a), feats, test, ts, make_generator(0, "p"))
+    assert clean.item() == 1.0 and feat.item() == 1.0 and pgd.item() == 0.0
+
+
+@pytest.mark.filterwarnings("ignore:model outputs look like probabilities")
+def test_pgd_spares_the_robust_detector_with_few_patches():
+    # P = 2 < (α/ε − 1)^q = 3.375: at a = 1/(ε (α/ε − 1)) the robust patch wins
+    spec = PatchSpec(k=2, P=2, d=8, alpha=1.0, beta=0.4, sigma_n=0.0)
+    feats, _, test = sample_ensemble(spec, [0], 1, 100, make_generator)
+    a = 1.0 / (0.4 * (1.0 / 0.4 - 1.0))
+    ts = FeatureTrainSpec(eval_eps=0.4, eval_pgd_steps=20)
+    _, _, pgd = evaluate_patch_cnn(_hand_model(spec, feats, "u", a), feats, test, ts, make_generator(0, "p"))
+    assert pgd.item() == 1.0
