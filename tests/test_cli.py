@@ -84,3 +84,12 @@ def test_existing_foreign_directory_is_refused(tmp_path):
     (tmp_path / "d" / "precious.txt").write_text("keep")
     assert main(["run", "smoke", "--out", str(tmp_path / "d")]) == 2
     assert (tmp_path / "d" / "precious.txt").read_text() == "keep"
+
+
+def test_data_dir_flag_is_checked(tmp_path, capsys):
+    assert main(["run", "smoke", "--data-dir", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "reads no dataset files" in capsys.readouterr().err
+    assert main(["run", "lazy-attack", "--data-dir", str(tmp_path / "absent"),
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="sweep a config field")
     p_run.add_argument("--seed", type=int, default=None, help="base seed (seeds are seed, seed+1, ...)")
     p_run.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the preset's)")
+    p_run.add_argument("--data-dir", default=None,
+                       help="folder with torchvision dataset files (sets the study's data_dir)")
     p_run.add_argument("--resume", action="store_true", help="continue the run in --out (also implied by re-running into it)")
     _add_sweep_options(p_run)
     p_rep = sub.add_parser("reproduce", help="run every study and write one report")
@@ -121,7 +123,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .studies.base import execute, plan
 
     study = get_study(args.study)
-    p = plan(study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
+    sets = _kv(args.sets, "--set")
+    if args.data_dir is not None:
+        if "data_dir" not in study.config.field_names():
+            raise UserError(f"--data-dir is not allowed for study {study.name!r}: it reads no dataset files")
+        if not Path(args.data_dir).is_dir():
+            raise UserError(f"--data-dir {args.data_dir!r} is not allowed: no such directory")
+        sets["data_dir"] = args.data_dir
+    p = plan(study, preset=args.preset, sets=sets, grids=args.grids,
              seed=args.seed, n_seeds=args.seeds)
     options = _sweep_options(args)
     out = args.out or _default_out(study.name)
