@@ -16,28 +16,12 @@ from __future__ import annotations
 import time
 
 import torch
+from _timing import best_times  # benchmarks/ is on sys.path when run as a script
 from sklearn.datasets import load_digits
 from torch import nn
 
 from robustlab.attacks import L2, PGD, Linf, min_flip_along_gradient
 from robustlab.metrics import accuracy, perturbation_stability
-
-
-def best_times(fns: dict, rounds: int = 5) -> dict:
-    """Best CPU time of each function over ``rounds`` interleaved calls, after a warm-up.
-
-    CPU time of this (single-threaded) process, not wall time: on a shared machine other
-    processes' load would otherwise swamp the comparison; interleaving spreads drift evenly.
-    """
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[name] = min(best[name], time.process_time() - t0)
-    return best
 
 
 def digits(classes=None, sphere=False):
@@ -78,7 +62,7 @@ def bench_pgd() -> None:
             "robustlab PGD (same work + worst iterate)": lambda eps=eps, alpha=alpha: PGD(Linf(eps), steps=steps, step_size=alpha)(model, x, y),
             "robustlab PGD early_stop": lambda eps=eps, alpha=alpha: PGD(Linf(eps), steps=steps, step_size=alpha, early_stop=True)(model, x, y),
         }
-        times = best_times(fns)
+        times = best_times(fns, rounds=5)
         print(f"  eps={eps}, N={len(x)}")
         for name, fn in fns.items():
             print(f"  {name:<42}{len(x) / times[name]:>11.0f}{times['torchattacks PGD'] / times[name]:>7.2f}x"
@@ -96,7 +80,7 @@ def bench_pgd() -> None:
             Linf(eps), steps=steps, step_size=eps / 4, random_start=True, restarts=R
         )(model, xb, yb, generator=gen),
     }
-    times = best_times(fns)
+    times = best_times(fns, rounds=5)
     print(f"  eps={eps}, N={len(xb)} (a minibatch), {R} random restarts")
     ta_t = times["torchattacks PGD x4 restarts (loop)"]
     for name in fns:

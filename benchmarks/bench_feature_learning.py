@@ -15,10 +15,10 @@ Times are CPU times of this process (robust to a shared machine), best of interl
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import torch
+from _timing import best_times  # benchmarks/ is on sys.path when run as a script
 
 from robustlab.data.patches import PatchSpec, sample_ensemble
 from robustlab.models.patch_cnn import PatchCNN
@@ -31,17 +31,6 @@ SCALES = {"quick scale (P=48, d=64, N=64)": (PatchSpec(k=2, P=48, d=64, alpha=1.
           "small scale (P=16, d=16, N=32)": (PatchSpec(k=2, P=16, d=16, alpha=1.0, beta=0.4), 32)}
 
 
-def best_times(fns: dict, rounds: int = 3) -> dict:
-    """Best CPU time of each function over ``rounds`` interleaved calls (after a warm-up)."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[name] = min(best[name], time.process_time() - t0)
-    return best
 
 
 def train(seeds: list[int], method: str, spec: PatchSpec, n: int) -> torch.Tensor:

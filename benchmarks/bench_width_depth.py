@@ -16,28 +16,14 @@ times of the process (robust to a shared machine), best of interleaved repeats.
 
 from __future__ import annotations
 
-import time
-
 import torch
+from _timing import best_times  # benchmarks/ is on sys.path when run as a script
 
 from robustlab.models.deep import DeepMLP
 from robustlab.studies import width_depth_init as W
 from robustlab.studies.base import plan
 from robustlab.train.supervised import SGDSpec, train_supervised
 from robustlab.utils import make_generator
-
-
-def best_times(fns: dict, rounds: int = 3) -> dict:
-    """Best CPU time of each function over ``rounds`` interleaved calls, after a warm-up."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            fn()
-            best[name] = min(best[name], time.process_time() - t0)
-    return best
 
 
 def matmul_rate(n: int = 1024) -> float:
