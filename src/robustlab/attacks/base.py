@@ -37,6 +37,19 @@ def loss_and_grad(
 
     ``check=True`` runs the output / gradient sanity checks (one host sync each).
     """
+    out, loss, g = forward_and_grad(model, x, y, loss_fn, check=check)
+    return loss, g, correct(out, y)
+
+
+def forward_and_grad(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    check: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Detached outputs, per-sample loss ``(N,)`` and its input gradient (shape of ``x``)."""
     x = x.detach().requires_grad_(True)
     out = model(x)
     if check:  # labels first: a bad label can crash the loss with a less helpful error
@@ -46,7 +59,7 @@ def loss_and_grad(
     if check:
         checks.check_outputs(out)
         checks.check_gradients(g)
-    return loss.detach(), g, correct(out.detach(), y)
+    return out.detach(), loss.detach(), g
 
 
 def _check_loss(loss: object) -> None:

@@ -27,7 +27,7 @@ from torch import nn
 from ..config import ConfigError
 from ..models.ensemble import Flat
 from . import checks
-from .base import Attack, Bounds, _check_loss
+from .base import Attack, Bounds, _check_loss, forward_and_grad
 from .losses import correct, get_loss, is_binary
 from .threat import Linf
 
@@ -55,15 +55,7 @@ def _ranked_loss_and_grad(
     """Per row: the rank key, the input gradient (if ``grad``), correctness and the loss."""
     loss_fn = get_loss(loss)
     if grad:
-        xg = x.detach().requires_grad_(True)
-        out = model(xg)
-        if check:  # labels first: a bad label can crash the loss with a less helpful error
-            checks.check_labels(out, y)
-        value = loss_fn(out, y)
-        (g,) = torch.autograd.grad(value.sum(), xg)
-        if check:
-            checks.check_outputs(out)
-            checks.check_gradients(g)
+        out, value, g = forward_and_grad(model, x, y, loss_fn, check=check)
     else:
         with torch.no_grad():
             out = model(x)
