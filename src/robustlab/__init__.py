@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from . import _userfiles
+from .api import Run, rerun, run
+from .config import ConfigError, UserError
+
 __version__ = "0.1.0"
 
-__all__ = ["load", "__version__"]
+# Study files loaded by path must import again, by name, in worker processes (see _userfiles).
+_userfiles.install()
+
+__all__ = ["load", "run", "rerun", "Run", "UserError", "ConfigError", "__version__"]
 
 
 def load(out):

@@ -53,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_list = sub.add_parser("list", help="studies and their parameters")
     p_list.add_argument("study", nargs="?", help="show one study only")
     p_run = sub.add_parser("run", help="run one study")
-    p_run.add_argument("study")
+    p_run.add_argument("study", nargs="?", default=None,
+                       help="a study name, or the path of a .py file that defines STUDY")
+    p_run.add_argument("--config", type=Path, default=None, metavar="EXP.TOML",
+                       help="an experiment file (study, preset, set, grid, seeds, ...); options given here override it")
     p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                        help="override a config field")
     p_run.add_argument("--grid", dest="grids", action="append", default=[], metavar="KEY=V1,V2|LO:HI:N[log]",
@@ -73,7 +76,22 @@ def build_parser() -> argparse.ArgumentParser:
     p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
     p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
     p_report.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    _add_lab_commands(sub)
     return parser
+
+
+def _add_lab_commands(sub) -> None:
+    """Subcommands for studies of one's own and runs re-executed from their record."""
+    p_new = sub.add_parser("new", help="write a study scaffold NAME.py and its test test_NAME.py")
+    p_new.add_argument("name", help="the study's name (letters, digits, '-' and '_')")
+    p_new.add_argument("--dir", type=Path, default=Path("."), help="where to write (default: here)")
+    p_rerun = sub.add_parser("rerun", help="re-execute a run exactly from its manifest.json")
+    p_rerun.add_argument("dir", type=Path, help="a run directory")
+    p_rerun.add_argument("--out", type=Path, default=None, help="the new run directory (default runs/NAME-rerun-TIME)")
+    p_rerun.add_argument("--backend", default="local", help="local (default) or ray")
+    p_rerun.add_argument("--workers", type=int, default=1, help="local backend: parallel processes")
+    p_rerun.add_argument("--quiet", action="store_true", help="no progress bar")
+    p_rerun.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
 
 
 def _default_out(name: str) -> Path:
@@ -93,16 +111,24 @@ def _sweep_options(args: argparse.Namespace):
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from .studies import REGISTRY, get_study
+    from .studies import REGISTRY, external, get_study
 
-    names = [args.study] if args.study else list(REGISTRY)
-    for name in names:
-        st = get_study(name)
-        print(f"{st.name}: {st.title}  ({st.source})")
+    studies = [get_study(args.study)] if args.study else [get_study(n) for n in REGISTRY]
+    broken = []
+    if not args.study:  # installed plugins; a broken one is one line and hides no other
+        for item in external.listing(set(REGISTRY)):
+            if item.study is None:
+                broken.append(f"{item.name}: BROKEN — {item.problem}")
+            else:
+                studies.append(item.study)
+    for st in studies:
+        print(f"{st.name}: {st.title}  ({st.source})  [{external.origin_text(st)}]")
         print("  presets: " + ", ".join(f"{k} ({v.description or 'no description'})" for k, v in st.presets.items()))
         for fname, tname, default, help_ in st.config.describe():
             print(f"  {fname:<22} {tname:<34} default={default!r:<14} {help_}")
         print()
+    for line in broken:
+        print(line)
     return 0
 
 
@@ -117,30 +143,22 @@ def _early_workers(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.study is None:
+        raise UserError("study is required: a study name, a .py file, or --config EXP.TOML")
     _early_workers(args)
+    from .api import start_run
     from .report.html import claim_table_text
-    from .studies import get_study
-    from .studies.base import execute, plan
 
-    study = get_study(args.study)
-    sets = _kv(args.sets, "--set")
-    if args.data_dir is not None:
-        if "data_dir" not in study.config.field_names():
-            raise UserError(f"--data-dir is not allowed for study {study.name!r}: it reads no dataset files")
-        if not Path(args.data_dir).is_dir():
-            raise UserError(f"--data-dir {args.data_dir!r} is not allowed: no such directory")
-        sets["data_dir"] = args.data_dir
-    p = plan(study, preset=args.preset, sets=sets, grids=args.grids,
-             seed=args.seed, n_seeds=args.seeds)
     options = _sweep_options(args)
-    out = args.out or _default_out(study.name)
-    if args.resume and not (out / "manifest.json").exists():
-        raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
     t0 = time.perf_counter()
-    summary = execute(p, out, options)
+    run = start_run(args.study, options=options, preset=args.preset, sets=_kv(args.sets, "--set"),
+                    grids=args.grids, seed=args.seed, seeds=args.seeds, out=args.out,
+                    data_dir=args.data_dir, resume=args.resume)
+    summary = run.summary
     print(claim_table_text([summary["section"]]))
     n_fail = len(summary["failures"])
-    print(f"{len(p.points)} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {out}/report.html")
+    n_points = summary["section"].manifest.get("n_points", "?")
+    print(f"{n_points} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {run.out}/report.html")
     if args.strict and not all(c["passed"] for c in summary["claims"]):
         return 1
     return 0
@@ -171,6 +189,58 @@ def cmd_report(args: argparse.Namespace) -> int:
     return rebuild(args.dir, strict=args.strict)
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from .scaffold import write_scaffold
+
+    for path in write_scaffold(args.name, args.dir):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    from .api import rerun
+    from .report.html import claim_table_text
+    from .sweep.runner import SweepOptions
+
+    options = SweepOptions(backend=args.backend, workers=args.workers, quiet=args.quiet)
+    run = rerun(args.dir, out=args.out, options=options)
+    print(claim_table_text([run.summary["section"]]))
+    same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
+    print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
+          + ("byte-identical to the original" if same else "DIFFERS from the original"))
+    if args.strict and not all(c["passed"] for c in run.claims):
+        return 1
+    return 0
+
+
+def _with_run_file(parser: argparse.ArgumentParser, argv: list[str] | None,
+                   args: argparse.Namespace) -> argparse.Namespace:
+    """``run --config exp.toml``: the file's values become the defaults of `run`, and the
+    command line is parsed again, so that options given there override the file."""
+    from .api import read_run_file
+
+    data = read_run_file(args.config)
+    dests = {"set": "sets", "grid": "grids"}
+    defaults = {dests.get(k, k): v for k, v in data.items()}
+    if "set" in data:
+        from .api import _text
+
+        defaults["sets"] = [f"{k}={_text(f'set.{k}', v)}" for k, v in data["set"].items()]
+    if "grid" in data:
+        from .api import _grid_args
+
+        defaults["grids"] = _grid_args(data["grid"])
+    if "out" in data:
+        defaults["out"] = Path(data["out"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub.choices["run"].set_defaults(**defaults)
+    args = parser.parse_args(argv)
+    # a --grid on the command line replaces the file's axis of the same field
+    last = {g.split("=", 1)[0].strip(): g for g in args.grids}
+    args.grids = list(last.values())
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -178,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
-        handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report}
+        if args.command == "run" and args.config is not None:
+            args = _with_run_file(parser, argv, args)
+        handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
+                   "new": cmd_new, "rerun": cmd_rerun}
         return handler[args.command](args)
     except UserError as exc:
         print(f"robustlab: error: {exc}", file=sys.stderr)

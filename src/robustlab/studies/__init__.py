@@ -27,9 +27,19 @@ REPRODUCE_ORDER: list[str] = ["feature-learning", "lazy-attack", "lazy-adversari
 
 
 def get_study(name: str) -> Study:
-    if name not in REGISTRY:
-        raise UserError(f"study={name!r} is not allowed: one of {', '.join(REGISTRY)}")
-    return importlib.import_module(REGISTRY[name]).STUDY
+    """A built-in study by name, a study file by path, or an installed plugin by name."""
+    if name in REGISTRY:
+        return importlib.import_module(REGISTRY[name]).STUDY
+    from . import external
+
+    if external.is_path(name):
+        return external.load_file(name, set(REGISTRY))
+    found = external.plugins()
+    if name in found:
+        return external.load_plugin(found[name], set(REGISTRY))
+    known = list(REGISTRY) + [n for n in found if n not in REGISTRY]
+    raise UserError(f"study={name!r} is not allowed: one of {', '.join(known)}, "
+                    "or the path of a .py file that defines STUDY")
 
 
 def all_studies() -> list[Study]:

@@ -36,8 +36,8 @@ from ..sweep import grid as gridmod
 from ..sweep.runner import SweepOptions, run_sweep
 from ..sweep.store import Store
 
-__all__ = ["Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "execute",
-           "finalize", "load"]
+__all__ = ["Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
+           "execute", "finalize", "load"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +99,8 @@ class Study:
     figures: Callable[[pd.DataFrame, Context], list[Figure]]
     ensemble: bool = False
     max_ensemble: int = 64
+    # where the study comes from, set by the loader (see studies/external.py); None: built-in
+    origin: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
 
     def describe(self) -> str:
         return self.summary
@@ -115,6 +117,7 @@ class Plan:
     grid: list[dict[str, list[Any]]]
     points: list[Config]
     seeds: list[int]
+    request: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def plan(
@@ -146,6 +149,15 @@ def plan(
     union = gridmod.merge(pre.grid, user_axes, fixed=set(sets))
     if "seed" not in user_axes and "seed" not in sets:
         union = [{**g, "seed": seeds} for g in union]
+    # what was asked, as given: recorded in the manifest (`robustlab rerun` re-executes from
+    # the resolved base config and grid below, which do not depend on today's presets)
+    request = {"study": study.name, "preset": preset, "set": dict(sets), "grid": list(grids),
+               "seed": seed, "seeds": n_seeds}
+    return _resolved(study, preset, base, union, request)
+
+
+def _resolved(study: Study, preset: str, base: Config, union: list[dict[str, list[Any]]],
+              request: dict[str, Any]) -> Plan:
     points: list[Config] = []
     seen: set[str] = set()
     for overrides in gridmod.expand(union):
@@ -157,13 +169,33 @@ def plan(
     if not points:
         raise UserError("grid is empty: no point to run")
     return Plan(study, preset, base, [{k: list(v) for k, v in g.items()} for g in union],
-                points, sorted({p.seed for p in points}))
+                points, sorted({p.seed for p in points}), request)
+
+
+def plan_from_manifest(study: Study, manifest: Mapping[str, Any]) -> Plan:
+    """The plan a run directory was made from: its base config and grid, exactly.
+
+    Raises :class:`UserError` when the study's config no longer gives the same points
+    (a field was added, removed or re-validated since): the run cannot be re-executed exactly.
+    """
+    try:
+        base = study.config.from_dict(manifest["base_config"])
+        p = _resolved(study, manifest["preset"], base, [dict(g) for g in manifest["grid"]],
+                      dict(manifest.get("request") or {"study": study.name, "preset": manifest["preset"]}))
+    except ConfigError as exc:
+        raise UserError(f"study={study.name!r} is not allowed: its config no longer accepts the "
+                        f"recorded run ({exc})") from None
+    if [config_hash(c.to_dict()) for c in p.points] != list(manifest["point_keys"]):
+        raise UserError(f"study={study.name!r} is not allowed: its config no longer gives the recorded "
+                        "points (a field changed since the run); the run cannot be re-executed exactly")
+    return p
 
 
 # ----------------------------------------------------------------------------------------
 # execution
 
-def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None) -> dict:
+def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
+            record: Mapping[str, Any] | None = None) -> dict:
     """Run a planned study into ``out`` (created only now), then finalize. Returns summary."""
     study = plan_.study
     out = Path(out)
@@ -190,6 +222,8 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
             "title": study.title,
             "source": study.source,
             "preset": plan_.preset,
+            "study_origin": dict(study.origin or {"kind": "built-in"}),
+            "request": plan_.request,
             "base_config": plan_.base.to_dict(),
             "grid": plan_.grid,
             "seeds": plan_.seeds,
@@ -204,6 +238,7 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
             "host": records.host_info(),
             "started": records.now_iso(),
             "finished": None,
+            **dict(record or {}),
         }
         if manifest_path.exists():
             old = records.read_json(manifest_path)

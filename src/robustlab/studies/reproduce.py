@@ -26,7 +26,7 @@ from .. import records
 from ..config import UserError
 from ..report import html as report_html
 from ..sweep.runner import SweepOptions
-from . import REGISTRY, REPRODUCE_ORDER, get_study
+from . import REGISTRY, REPRODUCE_ORDER, external, get_study
 from .base import Plan, Study, execute, finalize, plan
 
 __all__ = ["reproduce", "rebuild", "resolve_studies"]
@@ -213,7 +213,7 @@ def rebuild(out: Path, *, strict: bool = False) -> int:
         path = _write_top(out, sections, meta)
     elif (out / "manifest.json").exists():
         manifest = records.read_json(out / "manifest.json")
-        study = resolve_studies([manifest["study"]])[0]
+        study = external.from_manifest(manifest, get_study)  # built-in, file or plugin
         sections = [finalize(out, study)["section"]]
         path = out / "report.html"
     else:

@@ -1,0 +1,243 @@
+"""Starting runs: the one code path behind ``robustlab run``, ``robustlab rerun`` and
+:func:`robustlab.run` (the Python entry point for notebooks and scripts).
+
+``start_run`` resolves the study (built-in, file or plugin), plans it (validating every
+value before anything is written), executes it into its run directory and returns a
+:class:`Run`, a handle on that directory. ``read_run_file`` turns an experiment file
+(``robustlab run --config exp.toml``) into the same arguments, and ``rerun`` re-executes a
+run directory exactly from its ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from . import records
+from .config import ConfigError, UserError
+
+__all__ = ["Run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out"]
+
+
+def default_out(name: str) -> Path:
+    """``runs/NAME-DATE-TIME`` (the directory a run goes to without ``out``)."""
+    return Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+@dataclasses.dataclass
+class Run:
+    """A finished run directory: ``out``, its results, claims, figures and report.
+
+    ``results`` is read from the store on first use (a pandas DataFrame, one row per result
+    row, as :func:`robustlab.load` returns); ``claims`` are the dicts of claims.json.
+    """
+
+    out: Path
+    summary: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @cached_property
+    def results(self):
+        from .studies.base import load
+
+        return load(self.out)
+
+    @property
+    def claims(self) -> list[dict[str, Any]]:
+        if "claims" in self.summary:
+            return self.summary["claims"]
+        return records.read_json(self.out / "claims.json")
+
+    @property
+    def figures(self) -> list[Path]:
+        return sorted((self.out / "figures").glob("*.png"))
+
+    @property
+    def report_path(self) -> Path:
+        return self.out / "report.html"
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return records.read_json(self.out / "manifest.json")
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        return list(self.summary.get("failures", []))
+
+    def _repr_html_(self) -> str:  # a notebook shows the claim table
+        rows = "".join(f"<tr><td>{c['id']}</td><td>{'pass' if c['passed'] else 'FAIL'}</td>"
+                       f"<td>{c['statement']}</td></tr>" for c in self.claims)
+        return f"<p>run {self.out}</p><table>{rows}</table>"
+
+
+def _text(key: str, value: Any) -> str:
+    """A ``set``/``grid`` value given as a Python or TOML value, as command-line text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return ",".join(";".join(_text(key, v) for v in item) if isinstance(item, list | tuple)
+                        else _text(key, item) for item in value)
+    raise ConfigError(key, value, "expected a number, a string, true/false or a list of them")
+
+
+def _grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
+    if grid is None:
+        return []
+    if isinstance(grid, Mapping):
+        out = []
+        for k, v in grid.items():
+            if not isinstance(v, list | tuple | str):
+                raise ConfigError(f"grid.{k}", v, "expected a list of values or a string like 'lo:hi:n'")
+            out.append(f"{k}={_text(f'grid.{k}', v)}")
+        return out
+    if isinstance(grid, str):
+        raise ConfigError("grid", grid, "expected a mapping key -> values, or a list of 'key=...' strings")
+    return list(grid)
+
+
+def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, Any] | None = None,
+              grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
+              seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
+              resume: bool = False, progress_label: str | None = None,
+              record: Mapping[str, Any] | None = None) -> Run:
+    """Plan and execute one study into ``out``; everything is validated before it is created."""
+    from .studies import get_study
+    from .studies.base import execute, plan
+
+    st = get_study(study)
+    sets = {k: _text(k, v) for k, v in (sets or {}).items()}
+    if data_dir is not None:
+        if "data_dir" not in st.config.field_names():
+            raise UserError(f"--data-dir is not allowed for study {st.name!r}: it reads no dataset files")
+        if not Path(data_dir).is_dir():
+            raise UserError(f"--data-dir {data_dir!r} is not allowed: no such directory")
+        sets["data_dir"] = str(data_dir)
+    p = plan(st, preset=preset, sets=sets, grids=_grid_args(grids), seed=seed, n_seeds=seeds)
+    p.request["study"] = study  # as given: a name, or the path of a file
+    out = Path(out) if out is not None else default_out(st.name)
+    if resume and not (out / "manifest.json").exists():
+        raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
+    summary = execute(p, out, options, progress_label=progress_label, record=record)
+    return Run(out, summary)
+
+
+def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = None,
+        grid: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
+        seeds: int | None = None, out: str | Path | None = None, backend: str = "local",
+        workers: int = 1, threads: int = 1, device: str = "cpu", ray_address: str | None = None,
+        quiet: bool = False, retry_failed: bool = False, data_dir: str | None = None) -> Run:
+    """Run one study, exactly as ``robustlab run`` does, and return the :class:`Run`.
+
+    ``study``: a built-in or plugin name, or the path of a file defining ``STUDY``.
+    ``set``: field -> value (``{"lr": 0.05}``); ``grid``: field -> list of values, or a
+    range string (``{"size": [6, 10, 14]}``, ``{"lr": "0.01:1:5log"}``). Bad input raises
+    :class:`robustlab.UserError` (a :class:`ConfigError` for a bad field) before anything
+    is written. Progress shows in a terminal and in a notebook unless ``quiet``.
+    """
+    from .sweep.runner import SweepOptions
+    from .utils import resolve_device
+
+    resolve_device(device)
+    if ray_address and backend != "ray":
+        raise UserError("ray_address is not allowed without backend='ray'")
+    options = SweepOptions(backend=backend, workers=workers, device=device, ray_address=ray_address,
+                           quiet=quiet, threads=threads, retry_failed=retry_failed)
+    return start_run(study, options=options, preset=preset, sets=set, grids=grid, seed=seed,
+                     seeds=seeds, out=out, data_dir=data_dir)
+
+
+# ----------------------------------------------------------------------------------------
+# experiment files: robustlab run --config exp.toml
+
+# key -> (the type it must have, what the error says is allowed)
+RUN_FILE_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
+    "study": ((str,), "a study name or the path of a study file"),
+    "preset": ((str,), "a preset name, e.g. 'quick'"),
+    "set": ((dict,), "a table of field = value"),
+    "grid": ((dict,), "a table of field = [values] or field = 'lo:hi:n'"),
+    "seed": ((int,), "an integer >= 0"),
+    "seeds": ((int,), "an integer >= 1"),
+    "backend": ((str,), "'local' or 'ray'"),
+    "workers": ((int,), "an integer >= 1"),
+    "threads": ((int,), "an integer >= 1"),
+    "out": ((str,), "a directory path"),
+    "device": ((str,), "'cpu', 'cuda' or 'auto'"),
+}
+
+
+def read_run_file(path: str | Path) -> dict[str, Any]:
+    """An experiment file as ``{key: value}``, every key and type checked (one-line errors).
+
+    Relative ``out`` and study-file paths are taken relative to the file's folder.
+    """
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise UserError("--config is not allowed on Python 3.10 without the tomli package") from None
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"config={str(path)!r} is not allowed: no such file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"config={str(path)!r} is not allowed: not valid TOML ({exc})") from None
+    for key, value in data.items():
+        if key not in RUN_FILE_KEYS:
+            raise ConfigError(key, value, f"unknown key in {path.name}; known keys: {', '.join(RUN_FILE_KEYS)}")
+        types, allowed = RUN_FILE_KEYS[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise ConfigError(key, value, f"expected {allowed} (in {path.name})")
+    for key, value in data.get("set", {}).items():
+        _text(f"set.{key}", value)  # scalars or lists of them; the study checks the field
+    _grid_args(data.get("grid"))
+    for key in ("seed", "workers", "threads", "seeds"):
+        lo = 0 if key == "seed" else 1
+        if key in data and data[key] < lo:
+            raise ConfigError(key, data[key], f"expected {RUN_FILE_KEYS[key][1]} (in {path.name})")
+    root = path.resolve().parent
+    if "out" in data:
+        data["out"] = str(root / data["out"])
+    if "study" in data and data["study"].endswith(".py"):
+        data["study"] = str(root / data["study"])
+    return data
+
+
+# ----------------------------------------------------------------------------------------
+# rerun: a run directory re-executed from its record
+
+def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet: bool = False,
+          workers: int = 1, backend: str = "local") -> Run:
+    """Re-execute the run in ``src`` from its manifest: the same study, base config, grid,
+    seeds, thread count and device, into ``out`` (a new directory). On CPU its results.jsonl
+    is byte-identical to the original's."""
+    from .studies import external, get_study
+    from .studies.base import execute, plan_from_manifest
+    from .sweep.runner import SweepOptions
+
+    src = Path(src)
+    if not (src / "manifest.json").is_file():
+        raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json)")
+    manifest = records.read_json(src / "manifest.json")
+    study = external.from_manifest(manifest, get_study)
+    p = plan_from_manifest(study, manifest)
+    if options is None:
+        options = SweepOptions(backend=backend, workers=workers, quiet=quiet)
+    # what decides the bits comes from the record; how it runs (workers, backend) may differ
+    options = dataclasses.replace(options, threads=int(manifest.get("threads", 1)),
+                                  device=manifest.get("device", "cpu"))
+    out = Path(out) if out is not None else default_out(f"{study.name}-rerun")
+    if out.resolve() == src.resolve():
+        raise UserError(f"--out {str(out)!r} is not allowed: it is the run being re-run; choose a new one")
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
+    summary = execute(p, out, options, record={"rerun_of": str(src.resolve())})
+    return Run(out, summary)
