@@ -1,6 +1,7 @@
 """A progress bar over sweep points: ETA, the point(s) running, failures so far.
 
-Quiet when asked (``--quiet``) or when stderr is not a terminal (CI, pipes, log files).
+Quiet when asked (``--quiet``) or when stderr is not a terminal (CI, pipes, log files) —
+except in a Jupyter kernel, where :func:`robustlab.run` shows tqdm's notebook bar.
 """
 
 from __future__ import annotations
@@ -10,17 +11,33 @@ from typing import Any
 
 from tqdm import tqdm
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "in_notebook"]
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter (IPython) kernel, whose stderr is no terminal."""
+    if "ipykernel" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
 
 
 class Progress:
     def __init__(self, *, total: int, initial: int = 0, label: str = "", quiet: bool = False):
         self.failed = 0
         self.current = ""
-        self.disabled = quiet or not sys.stderr.isatty()
+        notebook = not quiet and in_notebook()
+        self.disabled = quiet or not (notebook or sys.stderr.isatty())
+        bar_class = tqdm
+        if notebook:
+            from tqdm.auto import tqdm as bar_class  # a widget when ipywidgets is there
         # tqdm's rate (hence the ETA) counts only points finished in this session, not the
         # `initial` ones a resumed run found in the store
-        self.bar = tqdm(total=total, initial=initial, desc=label, unit="pt", disable=self.disabled,
+        self.bar = bar_class(total=total, initial=initial, desc=label, unit="pt", disable=self.disabled,
                         leave=False, dynamic_ncols=True, file=sys.stderr)
 
     def __enter__(self) -> Progress:
