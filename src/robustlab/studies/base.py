@@ -28,9 +28,10 @@ from typing import Any
 
 import pandas as pd
 
-from .. import records
+from .. import records, stats
 from ..config import Config, ConfigError, UserError, apply_overrides, config_hash
 from ..report import html as report_html
+from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
 from ..sweep.runner import SweepOptions, run_sweep
@@ -52,17 +53,42 @@ class Preset:
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """A checked claim: ``passed`` with the numbers it rests on."""
+    """A checked claim: its verdict (see :mod:`robustlab.stats`) with the numbers it rests on.
+
+    ``verdict`` is a :class:`~robustlab.stats.Verdict` (effect, interval, threshold, seeds
+    needed, conditions); a bare verdict name or a bool (the old pass/fail: ``True`` is
+    reproduced, ``False`` contradicted) is accepted and turned into one. ``passed`` is true
+    only for a reproduced claim.
+    """
 
     id: str
     statement: str
-    passed: bool
+    verdict: Verdict | str | bool
     evidence: dict[str, Any]
     source: str = ""
 
+    def __post_init__(self) -> None:
+        v = self.verdict
+        if isinstance(v, bool):
+            v = Verdict(stats.REPRODUCED if v else stats.CONTRADICTED, reason="pass/fail check (no interval)")
+        elif isinstance(v, str):
+            v = Verdict(v)
+        elif not isinstance(v, Verdict):
+            raise TypeError(f"claim {self.id!r}: verdict must be a Verdict, a verdict name or a bool, "
+                            f"got {type(v).__name__}")
+        object.__setattr__(self, "verdict", v)
+
+    @property
+    def decision(self) -> Verdict:
+        return self.verdict  # type: ignore[return-value]
+
+    @property
+    def passed(self) -> bool:
+        return self.decision.passed
+
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "statement": self.statement, "passed": bool(self.passed),
-                "evidence": self.evidence, "source": self.source}
+        return {"id": self.id, "statement": self.statement, **self.decision.to_dict(),
+                "passed": self.passed, "evidence": self.evidence, "source": self.source}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,14 +326,16 @@ def finalize(out: Path, study: Study) -> dict:
             claims = study.claims(df, ctx)
         except Exception as exc:  # a claim that cannot be computed is reported, not hidden
             problems.append(f"claims could not be computed: {exc!r}")
-            claims = [Claim("claims-error", "the claim checks ran", False,
+            claims = [Claim("claims-error", "the claim checks ran",
+                            Verdict(stats.INCONCLUSIVE, reason="the claim checks crashed"),
                             {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
         try:
             figures = study.figures(df, ctx)
         except Exception as exc:
             problems.append(f"figures could not be drawn: {exc!r}\n{traceback.format_exc()}")
     else:
-        claims = [Claim("no-results", "the study produced results", False,
+        claims = [Claim("no-results", "the study produced results",
+                        Verdict(stats.INCONCLUSIVE, reason="no point produced results"),
                         {"failed_points": len(failures)}, study.source)]
     claim_dicts = [c.to_dict() for c in claims]
     records.write_json(out / "claims.json", claim_dicts)

@@ -22,12 +22,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .. import records
+from .. import records, stats
 from ..config import UserError
 from ..report import html as report_html
+from ..stats import Verdict
 from ..sweep.runner import SweepOptions
 from . import REGISTRY, REPRODUCE_ORDER, external, get_study
-from .base import Plan, Study, execute, finalize, plan
+from .base import Claim, Plan, Study, execute, finalize, plan
 
 __all__ = ["reproduce", "rebuild", "resolve_studies"]
 
@@ -73,8 +74,8 @@ def _broken_section(study: Study, out: Path, claim_id: str, statement: str, prob
     """A section for a study that crashed or never ran: one failed claim saying so."""
     manifest_path = out / "manifest.json"
     manifest = records.read_json(manifest_path) if manifest_path.exists() else {}
-    claim = {"id": claim_id, "statement": statement, "passed": False, "evidence": evidence,
-             "source": study.source}
+    claim = Claim(claim_id, statement, Verdict(stats.INCONCLUSIVE, reason=problem.splitlines()[0]),
+                  evidence, study.source).to_dict()
     return report_html.StudySection(
         name=study.name, title=study.title, source=study.source, summary=study.summary,
         manifest=manifest, claims=[claim], figures=[], failures=[], problems=[problem], n_rows=0,

@@ -1,0 +1,430 @@
+"""Verdicts on claims: an effect with an interval, decided against the paper's threshold.
+
+Every claim a study checks is a measurement, so its verdict is one of four states:
+
+* ``reproduced``   — the effect's interval lies wholly on the paper's side of the threshold;
+* ``contradicted`` — the interval lies wholly on the other side;
+* ``inconclusive`` — the interval straddles the threshold: more seeds are needed, and
+  :func:`seeds_needed` says how many would decide it at the observed effect and spread;
+* ``not applicable`` — the run does not meet a condition the paper's statement rests on
+  (an assumption violated, a network that did not train, weights that left the lazy ball);
+  this says nothing about the paper either way.
+
+An :class:`Estimate` is an effect with a two-sided interval and what produced it (a t interval
+over seeds, an OLS slope's t interval, a percentile bootstrap, a Wilson interval), the number
+of independent units behind it and, where known, the spread of one unit, from which the
+number of units that would shrink the interval past the threshold follows:
+``n* = min n such that t_{n−k}(level) · sd / √n < |effect − threshold|``.
+
+:func:`decide` turns an estimate, a threshold (``side="above"`` or ``"below"``) or a band
+(``side="inside"``) and a list of :class:`Condition` into a :class:`Verdict`.
+:func:`combine` joins the verdicts of the parts of a statement that must all hold.
+
+Nothing here knows about studies, tensors or files: numpy and scipy only, so that a user's
+own study can use it as the built-in ones do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "REPRODUCED", "CONTRADICTED", "INCONCLUSIVE", "NOT_APPLICABLE", "VERDICTS",
+    "Estimate", "Condition", "Verdict",
+    "mean_estimate", "difference_estimate", "slope_estimate", "bootstrap_estimate",
+    "proportion_estimate", "log_ratio_estimate",
+    "decide", "not_applicable", "combine", "seeds_needed", "seeds_for",
+    "t_quantile",
+]
+
+REPRODUCED = "reproduced"
+CONTRADICTED = "contradicted"
+INCONCLUSIVE = "inconclusive"
+NOT_APPLICABLE = "not applicable"
+VERDICTS = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE)
+
+SIDES = ("above", "below", "inside")
+MAX_SEEDS = 100_000  # past this, "needs more seeds" is reported as None (practically undecidable)
+
+
+def t_quantile(level: float, dof: float) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``dof`` degrees of freedom."""
+    if dof <= 0:
+        return math.inf
+    from scipy import stats as sps
+
+    return float(sps.t.ppf(0.5 + level / 2.0, dof))
+
+
+def _f(x: Any) -> float | None:
+    """A finite float or None (for JSON)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+# ----------------------------------------------------------------------------------------
+# estimates
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """An effect with a two-sided interval.
+
+    ``n``: independent units behind the interval (seeds, or rows of a fit); ``sd``: the
+    spread of one unit, so that the interval's half-width is about ``t · sd / √n`` (None when
+    the method gives no such scaling, e.g. a Wilson interval); ``dof_loss``: parameters fitted
+    (1 for a mean, 2 for a slope), so ``dof = n − dof_loss``; ``units_per_seed``: units one
+    seed adds (a fit over 5 values of d pools 5 rows per seed).
+    """
+
+    value: float
+    low: float
+    high: float
+    n: int
+    method: str
+    level: float = 0.95
+    sd: float | None = None
+    dof_loss: int = 1
+    units_per_seed: float = 1.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return (self.low, self.high)
+
+    @property
+    def finite(self) -> bool:
+        return all(math.isfinite(v) for v in (self.value, self.low, self.high))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"effect": _f(self.value), "interval": [_f(self.low), _f(self.high)],
+                "level": self.level, "n": int(self.n), "method": self.method}
+
+
+def _clean(values: Iterable[float]) -> np.ndarray:
+    a = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
+    return a[np.isfinite(a)]
+
+
+def mean_estimate(values: Iterable[float], *, level: float = 0.95, what: str = "seeds") -> Estimate:
+    """Mean over independent units (usually one value per seed) with its t interval.
+
+    One value gives an infinite interval (no spread is known): such a claim can only be
+    inconclusive.
+    """
+    a = _clean(values)
+    n = int(a.size)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, f"mean over 0 {what}", level)
+    mean = float(a.mean())
+    if n == 1:
+        return Estimate(mean, -math.inf, math.inf, 1, f"mean over 1 {what} (no interval)", level)
+    sd = float(a.std(ddof=1))
+    half = t_quantile(level, n - 1) * sd / math.sqrt(n)
+    return Estimate(mean, mean - half, mean + half, n, f"mean ± t over {n} {what}", level, sd)
+
+
+def difference_estimate(a: Iterable[float], b: Iterable[float], *, level: float = 0.95,
+                        paired: bool = False, what: str = "seeds") -> Estimate:
+    """``mean(a) − mean(b)``: paired (same seeds) t interval, or Welch's for independent groups."""
+    a, b = _clean(a), _clean(b)
+    if paired:
+        if a.size != b.size:
+            raise ValueError(f"paired difference needs equal sizes, got {a.size} and {b.size}")
+        est = mean_estimate(a - b, level=level, what=what)
+        return dataclasses.replace(est, method=est.method.replace("mean", "paired difference", 1))
+    na, nb = a.size, b.size
+    if na == 0 or nb == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, "difference of means (a group is empty)", level)
+    diff = float(a.mean() - b.mean())
+    if na < 2 or nb < 2:
+        return Estimate(diff, -math.inf, math.inf, min(na, nb), "difference of means (no interval)", level)
+    va, vb = float(a.var(ddof=1)), float(b.var(ddof=1))
+    se2 = va / na + vb / nb
+    if se2 == 0:
+        return Estimate(diff, diff, diff, min(na, nb), f"Welch difference over {na}+{nb} {what}", level, 0.0)
+    dof = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    half = t_quantile(level, dof) * math.sqrt(se2)
+    n = min(na, nb)
+    # per-seed spread of the difference when both groups grow together (one seed adds one to each)
+    sd = math.sqrt(se2 * n)
+    return Estimate(diff, diff - half, diff + half, n, f"Welch difference over {na}+{nb} {what}", level, sd)
+
+
+def log_ratio_estimate(a: Iterable[float], b: Iterable[float], *, level: float = 0.95,
+                       paired: bool = False, what: str = "seeds") -> Estimate:
+    """``log(a / b)`` as a difference of mean logs (a ratio of geometric means); positive values only."""
+    a, b = _clean(a), _clean(b)
+    if (a <= 0).any() or (b <= 0).any():
+        raise ValueError("a log ratio needs positive values")
+    est = difference_estimate(np.log(a), np.log(b), level=level, paired=paired, what=what)
+    return dataclasses.replace(est, method="log ratio: " + est.method)
+
+
+def slope_estimate(x: Iterable[float], y: Iterable[float], *, log_x: bool = False, log_y: bool = False,
+                   level: float = 0.95, units_per_seed: float | None = None) -> Estimate:
+    """OLS slope of ``y`` on ``x`` (optionally of logs: a power law is ``log_x=log_y=True``, an
+    exponential trend ``log_y=True``) with its t interval; every row counts once (pool seeds as
+    rows). Rows whose log is undefined (non-positive) are dropped and named in ``method``.
+    ``units_per_seed`` defaults to the number of distinct x values (one seed adds one row per x).
+    """
+    x = np.asarray(list(x), dtype=np.float64).ravel()
+    y = np.asarray(list(y), dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"x and y differ in length: {x.size} vs {y.size}")
+    keep = np.isfinite(x) & np.isfinite(y)
+    if log_x:
+        keep &= x > 0
+    if log_y:
+        keep &= y > 0
+    dropped = int((~keep).sum())
+    x, y = x[keep], y[keep]
+    lx = np.log(x) if log_x else x
+    ly = np.log(y) if log_y else y
+    kind = {(True, True): "log-log", (False, True): "log-linear", (True, False): "linear-log",
+            (False, False): "linear"}[(log_x, log_y)]
+    method = f"OLS {kind} slope, t interval over {x.size} rows" + (f" ({dropped} dropped)" if dropped else "")
+    n = int(x.size)
+    ups = float(units_per_seed) if units_per_seed else float(max(1, np.unique(lx).size))
+    if n < 2 or np.unique(lx).size < 2:
+        return Estimate(math.nan, math.nan, math.nan, n, method, level, dof_loss=2, units_per_seed=ups)
+    mx, my = lx.mean(), ly.mean()
+    sxx = float(((lx - mx) ** 2).sum())
+    slope = float(((lx - mx) * (ly - my)).sum() / sxx)
+    if n < 3:
+        return Estimate(slope, -math.inf, math.inf, n, method, level, dof_loss=2, units_per_seed=ups)
+    resid = ly - (my + slope * (lx - mx))
+    s2 = float((resid ** 2).sum() / (n - 2))
+    se = math.sqrt(s2 / sxx)
+    half = t_quantile(level, n - 2) * se
+    return Estimate(slope, slope - half, slope + half, n, method, level, sd=se * math.sqrt(n), dof_loss=2,
+                    units_per_seed=ups)
+
+
+def bootstrap_estimate(values: Sequence[Any], statistic: Callable[[Sequence[Any]], float], *,
+                       level: float = 0.95, n_boot: int = 2000, seed: int = 0,
+                       what: str = "seeds") -> Estimate:
+    """Percentile bootstrap over independent units (``values``: one item per seed, any type;
+    ``statistic``: a function of a resampled list). Deterministic for a given ``seed``."""
+    values = list(values)
+    n = len(values)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, f"bootstrap over 0 {what}", level)
+    value = float(statistic(values))
+    if n == 1:
+        return Estimate(value, -math.inf, math.inf, 1, f"bootstrap over 1 {what} (no interval)", level)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    boots = np.array([statistic([values[i] for i in row]) for row in idx], dtype=np.float64)
+    boots = boots[np.isfinite(boots)]
+    if boots.size == 0:
+        return Estimate(value, -math.inf, math.inf, n, f"bootstrap over {n} {what} (no finite resample)", level)
+    lo, hi = np.quantile(boots, [0.5 - level / 2, 0.5 + level / 2])
+    sd = float(boots.std(ddof=1) * math.sqrt(n)) if boots.size > 1 else None
+    return Estimate(value, float(lo), float(hi), n, f"percentile bootstrap over {n} {what} ({n_boot} resamples)",
+                    level, sd)
+
+
+def proportion_estimate(successes: int, n: int, *, level: float = 0.95, what: str = "trials") -> Estimate:
+    """A proportion with its Wilson score interval (no per-seed spread: ``sd`` is the Bernoulli one)."""
+    if n <= 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, f"proportion of 0 {what}", level)
+    from scipy import stats as sps
+
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    p = successes / n
+    den = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n,
+                    f"Wilson interval over {n} {what}", level, math.sqrt(max(p * (1 - p), 1e-12)))
+
+
+# ----------------------------------------------------------------------------------------
+# verdicts
+
+@dataclasses.dataclass(frozen=True)
+class Condition:
+    """A premise of the paper's statement and whether this run meets it."""
+
+    name: str
+    met: bool
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "met": bool(self.met), "detail": self.detail}
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The decision on one claim (or one part of it), with what it rests on."""
+
+    verdict: str
+    effect: float | None = None
+    interval: tuple[float | None, float | None] | None = None
+    threshold: float | tuple[float, float] | None = None
+    side: str | None = None  # the paper's side of the threshold: above, below, inside (a band)
+    level: float = 0.95
+    n: int = 0
+    method: str = ""
+    seeds: int | None = None  # seeds behind the estimate
+    seeds_needed: int | None = None  # total seeds that would decide an inconclusive claim
+    conditions: tuple[Condition, ...] = ()
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict={self.verdict!r}: one of {', '.join(VERDICTS)}")
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == REPRODUCED
+
+    @property
+    def more_seeds(self) -> int | None:
+        if self.seeds_needed is None or self.seeds is None:
+            return None
+        return max(0, self.seeds_needed - self.seeds)
+
+    def to_dict(self) -> dict[str, Any]:
+        thr = self.threshold
+        if isinstance(thr, tuple):
+            thr = [_f(thr[0]), _f(thr[1])]
+        else:
+            thr = _f(thr)
+        return {"verdict": self.verdict, "effect": _f(self.effect),
+                "interval": None if self.interval is None else [_f(self.interval[0]), _f(self.interval[1])],
+                "threshold": thr, "side": self.side, "level": self.level, "n": int(self.n),
+                "method": self.method, "seeds": self.seeds, "seeds_needed": self.seeds_needed,
+                "more_seeds": self.more_seeds,
+                "conditions": [c.to_dict() for c in self.conditions], "reason": self.reason}
+
+
+def _gap(value: float, threshold: float | tuple[float, float], side: str) -> float:
+    """Distance from the effect to the nearest edge of the decision (0 on it)."""
+    if side == "inside":
+        lo, hi = threshold  # type: ignore[misc]
+        return min(abs(value - lo), abs(value - hi))
+    return abs(value - float(threshold))  # type: ignore[arg-type]
+
+
+def seeds_needed(est: Estimate, threshold: float | tuple[float, float], *, side: str = "above",
+                 max_seeds: int = MAX_SEEDS) -> int | None:
+    """Seeds that would shrink ``est``'s interval past the threshold at its observed effect and
+    spread: the smallest ``n`` with ``t_{n−k}(level) · sd / √n < gap``, converted from units to
+    seeds by ``units_per_seed``. None when the spread is unknown or the effect sits on the
+    threshold (no finite number of seeds decides it)."""
+    if est.sd is None or not math.isfinite(est.value) or not math.isfinite(est.sd):
+        return None
+    gap = _gap(est.value, threshold, side)
+    if gap <= 0:
+        return None
+    if est.sd == 0:
+        return max(1, math.ceil((est.dof_loss + 1) / est.units_per_seed))
+    from scipy import stats as sps
+
+    z = float(sps.norm.ppf(0.5 + est.level / 2))
+    n = max(est.dof_loss + 1, math.ceil((z * est.sd / gap) ** 2))
+    limit = max_seeds * est.units_per_seed
+    while n <= limit and t_quantile(est.level, n - est.dof_loss) * est.sd / math.sqrt(n) >= gap:
+        n += max(1, n // 50)
+    if n > limit:
+        return None
+    return max(1, math.ceil(n / est.units_per_seed))
+
+
+def seeds_for(effect: float, sd: float, threshold: float = 0.0, *, level: float = 0.95,
+              dof_loss: int = 1, units_per_seed: float = 1.0) -> int | None:
+    """A power estimate before running: seeds that decide a claim whose effect and per-seed
+    spread are expected to be ``effect`` and ``sd`` (e.g. from a pilot run or the paper)."""
+    est = Estimate(effect, effect, effect, 1, "planned", level, sd, dof_loss, units_per_seed)
+    return seeds_needed(est, threshold, side="above")
+
+
+def decide(est: Estimate | None, *, threshold: float | tuple[float, float], side: str = "above",
+           conditions: Sequence[Condition] = (), seeds: int | None = None, reason: str = "") -> Verdict:
+    """The verdict of ``est`` against ``threshold`` (the paper's side: ``above``/``below`` it, or
+    ``inside`` a band ``(lo, hi)``), unless a condition is not met (then ``not applicable``).
+
+    ``seeds``: the seeds behind the estimate (default: ``n / units_per_seed``).
+    """
+    if side not in SIDES:
+        raise ValueError(f"side={side!r}: one of {', '.join(SIDES)}")
+    if side == "inside":
+        lo_t, hi_t = threshold  # type: ignore[misc]
+        if not lo_t < hi_t:
+            raise ValueError(f"a band needs lo < hi, got {threshold!r}")
+    conditions = tuple(conditions)
+    unmet = [c for c in conditions if not c.met]
+    common: dict[str, Any] = {"threshold": threshold, "side": side, "conditions": conditions}
+    if est is not None:
+        if seeds is None and est.n:
+            seeds = max(1, round(est.n / est.units_per_seed))
+        common.update(effect=_f(est.value), interval=(_f(est.low), _f(est.high)) if est.n else None,
+                      level=est.level, n=est.n, method=est.method, seeds=seeds)
+    if unmet:
+        why = "; ".join(f"condition {c.name!r} not met" + (f" ({c.detail})" if c.detail else "") for c in unmet)
+        return Verdict(NOT_APPLICABLE, reason=(reason + "; " if reason else "") + why, **common)
+    if est is None or not math.isfinite(est.value):
+        return Verdict(INCONCLUSIVE, reason=reason or "no estimate could be computed", **common)
+    lo, hi = est.low, est.high
+    if side == "above":
+        good, bad = lo > threshold, hi < threshold  # type: ignore[operator]
+    elif side == "below":
+        good, bad = hi < threshold, lo > threshold  # type: ignore[operator]
+    else:
+        good, bad = lo >= lo_t and hi <= hi_t, hi < lo_t or lo > hi_t
+    if good:
+        return Verdict(REPRODUCED, reason=reason, **common)
+    if bad:
+        return Verdict(CONTRADICTED, reason=reason, **common)
+    need = seeds_needed(est, threshold, side=side)
+    if need is not None and seeds is not None and need <= seeds:
+        need = seeds + 1  # the t quantile at this n is what keeps it open: one more seed at least
+    why = reason or "the interval straddles the threshold"
+    return Verdict(INCONCLUSIVE, seeds_needed=need, reason=why, **common)
+
+
+def not_applicable(reason: str, conditions: Sequence[Condition] = (), **kw: Any) -> Verdict:
+    """A verdict for a claim whose premise fails in this run."""
+    return Verdict(NOT_APPLICABLE, reason=reason, conditions=tuple(conditions), **kw)
+
+
+def combine(parts: Sequence[Verdict], *, reason: str = "") -> Verdict:
+    """The verdict of a statement whose parts must all hold.
+
+    Any part contradicted -> contradicted (that part's numbers); else any inconclusive ->
+    inconclusive (the part needing the most seeds); else, over the applicable parts, reproduced
+    (the part closest to its threshold); every part not applicable -> not applicable.
+    """
+    if not parts:
+        return Verdict(INCONCLUSIVE, reason=reason or "no part could be judged")
+    by = {v: [p for p in parts if p.verdict == v] for v in VERDICTS}
+    conds = tuple(c for p in parts for c in p.conditions)
+    if by[CONTRADICTED]:
+        pick = by[CONTRADICTED][0]
+    elif by[INCONCLUSIVE]:
+        pick = max(by[INCONCLUSIVE], key=lambda p: -1 if p.seeds_needed is None else p.seeds_needed)
+        if any(p.seeds_needed is None for p in by[INCONCLUSIVE]):
+            pick = dataclasses.replace(pick, seeds_needed=None)
+    elif by[REPRODUCED]:
+        def margin(p: Verdict) -> float:
+            if p.effect is None or p.interval is None or p.threshold is None or None in p.interval:
+                return math.inf
+            lo, hi = p.interval
+            if p.side == "above":
+                return lo - p.threshold  # type: ignore[operator]
+            if p.side == "below":
+                return p.threshold - hi  # type: ignore[operator]
+            return min(lo - p.threshold[0], p.threshold[1] - hi)  # type: ignore[index]
+        pick = min(by[REPRODUCED], key=margin)
+    else:
+        pick = by[NOT_APPLICABLE][0]
+    summary = ", ".join(f"{len(by[v])} {v}" for v in VERDICTS if by[v])
+    return dataclasses.replace(pick, conditions=conds,
+                               reason="; ".join(x for x in (reason, f"parts: {summary}", pick.reason) if x))

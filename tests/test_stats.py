@@ -1,0 +1,179 @@
+"""The verdict module: estimates against closed forms, one test per verdict state, and
+seeds_needed behaving as a power estimate should."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from robustlab import stats
+from robustlab.stats import (
+    CONTRADICTED,
+    INCONCLUSIVE,
+    NOT_APPLICABLE,
+    REPRODUCED,
+    Condition,
+    combine,
+    decide,
+    difference_estimate,
+    mean_estimate,
+    proportion_estimate,
+    seeds_for,
+    seeds_needed,
+    slope_estimate,
+)
+from robustlab.studies.base import Claim
+
+
+def test_mean_estimate_matches_scipy_t_interval():
+    x = np.array([0.3, 0.1, 0.45, 0.2, 0.33])
+    est = mean_estimate(x)
+    lo, hi = sps.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=sps.sem(x))
+    assert est.value == pytest.approx(x.mean(), abs=1e-15)
+    assert (est.low, est.high) == pytest.approx((lo, hi), abs=1e-12)
+    assert est.n == 5 and est.sd == pytest.approx(x.std(ddof=1))
+
+
+def test_slope_estimate_matches_linregress_and_recovers_power_law():
+    rng = np.random.default_rng(0)
+    d = np.repeat([25.0, 64, 144, 400, 784], 3)
+    y = 2.0 * d ** -0.5 * np.exp(rng.normal(0, 0.05, d.size))
+    est = slope_estimate(d, y, log_x=True, log_y=True)
+    ref = sps.linregress(np.log(d), np.log(y))
+    half = sps.t.ppf(0.975, d.size - 2) * ref.stderr
+    assert est.value == pytest.approx(ref.slope, abs=1e-12)
+    assert (est.low, est.high) == pytest.approx((ref.slope - half, ref.slope + half), abs=1e-12)
+    assert abs(est.value + 0.5) < 0.05 and est.low < est.value < est.high
+    assert est.units_per_seed == 5
+
+
+def test_welch_difference_matches_scipy():
+    a, b = np.array([1.0, 1.2, 0.9, 1.4]), np.array([0.2, 0.5, 0.1, 0.3, 0.35])
+    est = difference_estimate(a, b)
+    res = sps.ttest_ind(a, b, equal_var=False)
+    ci = res.confidence_interval(0.95)
+    assert (est.low, est.high) == pytest.approx((ci.low, ci.high), abs=1e-10)
+
+
+def test_wilson_interval_closed_form():
+    est = proportion_estimate(8, 10)
+    assert (est.low, est.high) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+
+
+# one test per verdict state, on synthetic results -------------------------------------
+
+def _draw(effect, sd, n, seed=0):
+    return effect + sd * np.random.default_rng(seed).standard_normal(n)
+
+
+def test_clear_effect_is_reproduced():
+    v = decide(mean_estimate(_draw(1.0, 0.2, 8)), threshold=0.0, side="above")
+    assert v.verdict == REPRODUCED and v.passed and v.seeds_needed is None
+
+
+def test_clear_opposite_effect_is_contradicted():
+    v = decide(mean_estimate(_draw(-1.0, 0.2, 8)), threshold=0.0, side="above")
+    assert v.verdict == CONTRADICTED and not v.passed
+
+
+def test_noise_around_threshold_is_inconclusive_with_seeds_needed():
+    v = decide(mean_estimate(_draw(0.05, 1.0, 5, seed=3)), threshold=0.0, side="above")
+    assert v.verdict == INCONCLUSIVE
+    assert v.seeds_needed is None or v.seeds_needed > 5
+
+
+def test_unmet_condition_is_not_applicable_whatever_the_effect():
+    cond = [Condition("network trained", False, "train accuracy 0.31 < 0.9")]
+    v = decide(mean_estimate(_draw(1.0, 0.2, 8)), threshold=0.0, side="above", conditions=cond)
+    assert v.verdict == NOT_APPLICABLE and "network trained" in v.reason
+    assert v.effect == pytest.approx(1.0, abs=0.3)  # the measurement is still recorded
+
+
+def test_band_side():
+    inside = decide(mean_estimate(_draw(-0.5, 0.02, 6)), threshold=(-0.7, -0.3), side="inside")
+    outside = decide(mean_estimate(_draw(-0.1, 0.02, 6)), threshold=(-0.7, -0.3), side="inside")
+    edge = decide(mean_estimate(_draw(-0.3, 0.2, 4, seed=1)), threshold=(-0.7, -0.3), side="inside")
+    assert (inside.verdict, outside.verdict, edge.verdict) == (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
+
+
+def test_below_side_and_bool_legacy_claim():
+    assert decide(mean_estimate([-2.0, -2.1, -1.9]), threshold=0.0, side="below").verdict == REPRODUCED
+    c = Claim("x", "s", False, {})
+    assert c.to_dict()["verdict"] == CONTRADICTED and c.passed is False
+    c = Claim("x", "s", decide(mean_estimate([1.0, 1.1, 0.9]), threshold=0.0), {"k": 1})
+    d = c.to_dict()
+    assert d["verdict"] == REPRODUCED and d["passed"] is True and d["threshold"] == 0.0
+    assert d["interval"][0] > 0 and d["evidence"] == {"k": 1}
+
+
+# seeds_needed as a power estimate ---------------------------------------------------
+
+def test_seeds_needed_closed_form_large_n():
+    # z-approximation: n = (1.96 sd / gap)^2 = (1.96 * 1 / 0.1)^2 = 384.2; t adds a little
+    n = seeds_for(0.1, 1.0)
+    assert 385 <= n <= 392
+
+
+def test_seeds_needed_decides_at_the_predicted_count():
+    """Drawing more seeds from the same distribution (the median over 200 replicate studies): the
+    seeds still needed shrink to zero, and the fraction decided rises past 0.5 about where
+    the planned count says it should."""
+    effect, sd = 0.35, 1.0
+    planned = seeds_for(effect, sd)
+    assert 30 <= planned <= 36  # (1.96 / 0.35)^2 = 31.4, plus the t correction
+    ns = (5, 10, 20, 40, 80, 160)
+    more = np.zeros((200, len(ns)))
+    decided = np.zeros(len(ns))
+    wrong = 0
+    for rep in range(200):
+        draws = _draw(effect, sd, ns[-1], seed=100 + rep)
+        for i, n in enumerate(ns):
+            v = decide(mean_estimate(draws[:n]), threshold=0.0, side="above")
+            wrong += v.verdict == CONTRADICTED
+            decided[i] += v.verdict == REPRODUCED
+            more[rep, i] = (v.more_seeds if v.more_seeds is not None else 10**6) if v.verdict == INCONCLUSIVE else 0
+    more = np.median(more, axis=0)  # a median: an estimate near the threshold asks for huge counts
+    decided /= 200
+    assert all(b <= a for a, b in zip(more[1:], more[2:])) and more[0] > more[-1] == 0, more
+    assert decided[ns.index(20)] < 0.5 < decided[ns.index(40)], decided  # planned ~ 33
+    assert decided[-1] > 0.95 and wrong <= 0.01 * 200 * len(ns)  # a wrong-side interval is rare (< 2.5 %)
+
+
+def test_seeds_needed_none_on_threshold_and_for_unknown_spread():
+    est = mean_estimate([1.0, -1.0, 1.0, -1.0])  # mean exactly 0
+    assert seeds_needed(est, 0.0) is None
+    assert seeds_needed(proportion_estimate(5, 10), 0.5) is None  # effect on the threshold
+    est1 = mean_estimate([0.3])
+    assert est1.sd is None and decide(est1, threshold=0.0).verdict == INCONCLUSIVE
+
+
+def test_slope_seeds_needed_counts_seeds_not_rows():
+    rng = np.random.default_rng(5)
+    d = np.tile([25.0, 64, 144, 400, 784], 2)
+    y = d ** -0.32 * np.exp(rng.normal(0, 0.3, d.size))
+    est = slope_estimate(d, y, log_x=True, log_y=True)
+    v = decide(est, threshold=(-0.7, -0.3), side="inside")
+    assert v.seeds == 2
+    if v.verdict == INCONCLUSIVE and v.seeds_needed is not None:
+        assert v.seeds_needed > 2
+
+
+def test_combine_parts():
+    rep = decide(mean_estimate([1.0, 1.1, 0.9]), threshold=0.0)
+    con = decide(mean_estimate([-1.0, -1.1, -0.9]), threshold=0.0)
+    inc = decide(mean_estimate([0.1, -0.1, 0.2]), threshold=0.0)
+    na = stats.not_applicable("premise fails")
+    assert combine([rep, con, inc]).verdict == CONTRADICTED
+    assert combine([rep, inc]).verdict == INCONCLUSIVE
+    assert combine([rep, na]).verdict == REPRODUCED
+    assert combine([na, na]).verdict == NOT_APPLICABLE
+    assert combine([]).verdict == INCONCLUSIVE
+
+
+def test_bootstrap_is_deterministic_and_covers_the_mean():
+    x = list(_draw(2.0, 1.0, 12, seed=4))
+    a = stats.bootstrap_estimate(x, np.mean, seed=1)
+    b = stats.bootstrap_estimate(x, np.mean, seed=1)
+    assert a == b and a.low < np.mean(x) < a.high
+    assert math.isfinite(a.sd)
