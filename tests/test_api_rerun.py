@@ -166,3 +166,16 @@ def test_rerun_bad_input(tmp_path):
     (tmp_path / "a" / "manifest.json").write_text(json.dumps(m))
     line = one_line_error(cli("rerun", tmp_path / "a", "--out", tmp_path / "b"))
     assert "no longer accepts the recorded run" in line and not (tmp_path / "b").exists()
+
+
+@pytest.mark.slow
+def test_rerun_of_a_real_study_is_byte_identical(tmp_path):
+    """lazy-attack (quick preset, a reduced grid): rerun from the record alone, with a pool."""
+    a = tmp_path / "a"
+    assert main(["run", "lazy-attack", "--grid", "size=5,10", "--set", "m=64", "--seeds", "2",
+                 "--out", str(a), "--quiet"]) == 0
+    r = cli("rerun", a, "--out", tmp_path / "b", "--workers", "2", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "byte-identical to the original" in r.stdout
+    assert (tmp_path / "b" / "results.jsonl").read_bytes() == (a / "results.jsonl").read_bytes()
+    assert (tmp_path / "b" / "claims.json").read_bytes() == (a / "claims.json").read_bytes()
