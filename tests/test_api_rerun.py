@@ -179,3 +179,16 @@ def test_rerun_of_a_real_study_is_byte_identical(tmp_path):
     assert "byte-identical to the original" in r.stdout
     assert (tmp_path / "b" / "results.jsonl").read_bytes() == (a / "results.jsonl").read_bytes()
     assert (tmp_path / "b" / "claims.json").read_bytes() == (a / "claims.json").read_bytes()
+
+
+def test_an_interrupted_rerun_resumes(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", "smoke", "--set", "epochs=3", "--grid", "lr=0.2,0.5", "--out", str(a), "--quiet"]) == 0
+    assert main(["rerun", str(a), "--out", str(b), "--quiet"]) == 0
+    from robustlab.sweep.store import Store
+
+    with Store(b / "store.sqlite") as store:  # forget one point, as if the rerun had been killed
+        store.conn.execute("DELETE FROM points WHERE key = (SELECT key FROM points LIMIT 1)")
+    assert main(["rerun", str(a), "--out", str(b), "--quiet"]) == 0
+    assert (b / "results.jsonl").read_bytes() == (a / "results.jsonl").read_bytes()
+    assert json.loads((b / "manifest.json").read_text())["sweep"]["ran"] == 1

@@ -238,6 +238,8 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     if out.resolve() == src.resolve():
         raise UserError(f"--out {str(out)!r} is not allowed: it is the run being re-run; choose a new one")
     if out.exists() and any(out.iterdir()):
-        raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
+        prior = records.read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
+        if prior.get("rerun_of") != str(src.resolve()):  # an interrupted rerun of src resumes
+            raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
     summary = execute(p, out, options, record={"rerun_of": str(src.resolve())})
     return Run(out, summary)
