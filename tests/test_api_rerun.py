@@ -147,19 +147,30 @@ def test_command_line_overrides_the_file(tmp_path):
     ('study = smoke\n', "is not allowed: not valid TOML"),
     ('preset = "quick"\n', "study is required"),
 ])
-def test_bad_config_file_one_line_exit_2_nothing_written(tmp_path, text, expected):
+def test_bad_config_file_one_line_exit_2_nothing_written(tmp_path, capsys, text, expected):
     (tmp_path / "exp.toml").write_text(text + 'out = "o"\n')
-    line = one_line_error(cli("run", "--config", "exp.toml", cwd=tmp_path))
-    assert expected in line, line
+    code = main(["run", "--config", str(tmp_path / "exp.toml")])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("robustlab: error:"), err
+    assert expected in lines[0], lines[0]
     assert not (tmp_path / "o").exists()
 
 
-def test_rerun_bad_input(tmp_path):
+def test_bad_config_file_through_the_command_line(tmp_path):
+    (tmp_path / "exp.toml").write_text('study = "smoke"\nworkers = "two"\nout = "o"\n')
+    line = one_line_error(cli("run", "--config", "exp.toml", cwd=tmp_path))
+    assert line == ("robustlab: error: workers='two' is not allowed: expected an integer >= 1 "
+                    "(in exp.toml)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_rerun_bad_input(tmp_path, capsys):
     assert "not a robustlab run directory" in one_line_error(cli("rerun", tmp_path))
     assert main(["run", "smoke", "--set", "epochs=3", "--seeds", "1", "--out", str(tmp_path / "a"),
                  "--quiet"]) == 0
-    line = one_line_error(cli("rerun", tmp_path / "a", "--out", tmp_path / "a"))
-    assert "it is the run being re-run" in line
+    assert main(["rerun", str(tmp_path / "a"), "--out", str(tmp_path / "a")]) == 2
+    assert "it is the run being re-run" in capsys.readouterr().err
     # a record the study's config no longer accepts cannot be re-executed exactly
     m = json.loads((tmp_path / "a" / "manifest.json").read_text())
     m["base_config"]["bogus"] = 1

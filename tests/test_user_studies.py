@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import robustlab
+from robustlab.cli import main
 
 SRC = str(Path(robustlab.__file__).resolve().parents[1])
 
@@ -110,26 +111,47 @@ BAD_FILES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
-def test_bad_study_file_one_line_exit_2_nothing_written(tmp_path, case):
+def test_bad_study_file_one_line_exit_2_nothing_written(tmp_path, capsys, case):
     text, expected = BAD_FILES[case]
     path = tmp_path / f"{case.replace('-', '_')}.py"
     path.write_text(text)
     out = tmp_path / "out"
-    line = one_line_error(cli("run", path, "--out", out))
-    assert str(path) in line and expected in line, line
+    code = main(["run", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("robustlab: error:"), err
+    assert str(path) in lines[0] and expected in lines[0], lines[0]
     assert not out.exists()
 
 
-def test_study_file_clashing_with_builtin(tmp_path):
+def test_bad_study_file_through_the_command_line(tmp_path):
+    path = tmp_path / "empty.py"
+    path.write_text("x = 1\n")
+    line = one_line_error(cli("run", path, "--out", tmp_path / "out"))
+    assert line == (f"robustlab: error: study={str(path)!r} is not allowed: it defines no STUDY "
+                    "(a robustlab.studies.Study at module level)")
+    assert not (tmp_path / "out").exists()
+
+
+def main_error(capsys, *args) -> str:
+    """The one error line of an in-process CLI call that must exit 2."""
+    code = main([str(a) for a in args])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("robustlab: error:"), err
+    return lines[0]
+
+
+def test_study_file_clashing_with_builtin(tmp_path, capsys):
     path = study_file(tmp_path, name="smoke")
     out = tmp_path / "out"
-    line = one_line_error(cli("run", path, "--out", out))
+    line = main_error(capsys, "run", path, "--out", out)
     assert "'smoke' clashes with a built-in study" in line
     assert not out.exists()
 
 
-def test_missing_study_file(tmp_path):
-    line = one_line_error(cli("run", tmp_path / "nope.py", "--out", tmp_path / "out"))
+def test_missing_study_file(tmp_path, capsys):
+    line = main_error(capsys, "run", tmp_path / "nope.py", "--out", tmp_path / "out")
     assert "no such file" in line and not (tmp_path / "out").exists()
 
 
