@@ -105,8 +105,11 @@ def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, 
               grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
               seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
               resume: bool = False, progress_label: str | None = None,
-              record: Mapping[str, Any] | None = None) -> Run:
-    """Plan and execute one study into ``out``; everything is validated before it is created."""
+              record: Mapping[str, Any] | None = None, **execute_kw: Any) -> Run:
+    """Plan and execute one study into ``out``; everything is validated before it is created.
+
+    ``execute_kw`` go to :func:`robustlab.studies.base.execute` unchanged.
+    """
     from .studies import get_study
     from .studies.base import execute, plan
 
@@ -123,7 +126,7 @@ def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, 
     out = Path(out) if out is not None else default_out(st.name)
     if resume and not (out / "manifest.json").exists():
         raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
-    summary = execute(p, out, options, progress_label=progress_label, record=record)
+    summary = execute(p, out, options, progress_label=progress_label, record=record, **execute_kw)
     return Run(out, summary)
 
 
