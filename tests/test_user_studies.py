@@ -91,7 +91,12 @@ def test_file_study_runs_in_worker_processes(tmp_path):
 
 
 def test_file_study_cli_with_workers_and_list(tmp_path):
-    path = study_file(tmp_path)
+    # the study imports a helper module from its own folder, in the driver and in the workers
+    (tmp_path / "mean_helpers.py").write_text("import os\n\ndef where():\n    return os.getpid()\n")
+    path = tmp_path / "my_study.py"
+    path.write_text(STUDY_FILE.format(name="gauss-mean").replace(
+        '"pid": os.getpid()', '"pid": __import__("mean_helpers").where()'))
+    assert "mean_helpers" in path.read_text()
     r = cli("run", path, "--workers", "2", "--quiet", "--out", tmp_path / "r")
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in (tmp_path / "r" / "results.jsonl").read_text().splitlines()]

@@ -4,7 +4,8 @@ A study loaded from ``path/to/my_study.py`` becomes the module
 ``robustlab_userfile_<hex of the absolute path>``. Its functions and config classes then
 pickle by reference to that name, and any process that has imported ``robustlab`` — a
 worker of the local pool, a Ray worker — can import the module again from the name alone:
-the finder below decodes the path. Nothing has to be sent or registered beforehand.
+the finder below decodes the path. Nothing has to be sent or registered beforehand. The
+file's folder is appended to ``sys.path``, so modules next to it import as usual.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class _Finder(importlib.abc.MetaPathFinder):
         file = path_of(fullname)
         if file is None or not Path(file).is_file():
             return None
+        # helpers next to the study file import as they would for `python my_study.py`
+        # (appended, so that nothing installed is shadowed); workers do the same
+        folder = str(Path(file).parent)
+        if folder not in sys.path:
+            sys.path.append(folder)
         return importlib.util.spec_from_file_location(fullname, file)
 
 
