@@ -107,6 +107,7 @@ def test_run_config_file_and_rerun_byte_identical(tmp_path):
     assert m["request"] == {"study": "smoke", "preset": "quick", "set": {"epochs": "10"},
                             "grid": ["lr=0.25,0.5"], "seed": 5, "seeds": 2}
     assert m["seeds"] == [5, 6] and m["n_points"] == 4 and m["threads"] == 1
+    assert m["config_file"] == {"path": str((tmp_path / "exp.toml").resolve()), "text": EXP}
     # the same with flags gives the same bytes
     assert main(["run", "smoke", "--seed", "5", "--seeds", "2", "--set", "epochs=10", "--grid",
                  "lr=0.25,0.5", "--out", str(tmp_path / "flags"), "--quiet"]) == 0

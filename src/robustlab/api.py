@@ -21,7 +21,8 @@ from typing import Any
 from . import records
 from .config import ConfigError, UserError
 
-__all__ = ["Run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out"]
+__all__ = ["Run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
+           "grid_args"]
 
 
 def default_out(name: str) -> Path:
@@ -74,19 +75,19 @@ class Run:
         return f"<p>run {self.out}</p><table>{rows}</table>"
 
 
-def _text(key: str, value: Any) -> str:
+def value_text(key: str, value: Any) -> str:
     """A ``set``/``grid`` value given as a Python or TOML value, as command-line text."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, list | tuple):
-        return ",".join(";".join(_text(key, v) for v in item) if isinstance(item, list | tuple)
-                        else _text(key, item) for item in value)
+        return ",".join(";".join(value_text(key, v) for v in item) if isinstance(item, list | tuple)
+                        else value_text(key, item) for item in value)
     raise ConfigError(key, value, "expected a number, a string, true/false or a list of them")
 
 
-def _grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
+def grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
     if grid is None:
         return []
     if isinstance(grid, Mapping):
@@ -94,7 +95,7 @@ def _grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
         for k, v in grid.items():
             if not isinstance(v, list | tuple | str):
                 raise ConfigError(f"grid.{k}", v, "expected a list of values or a string like 'lo:hi:n'")
-            out.append(f"{k}={_text(f'grid.{k}', v)}")
+            out.append(f"{k}={value_text(f'grid.{k}', v)}")
         return out
     if isinstance(grid, str):
         raise ConfigError("grid", grid, "expected a mapping key -> values, or a list of 'key=...' strings")
@@ -114,14 +115,14 @@ def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, 
     from .studies.base import execute, plan
 
     st = get_study(study)
-    sets = {k: _text(k, v) for k, v in (sets or {}).items()}
+    sets = {k: value_text(k, v) for k, v in (sets or {}).items()}
     if data_dir is not None:
         if "data_dir" not in st.config.field_names():
             raise UserError(f"--data-dir is not allowed for study {st.name!r}: it reads no dataset files")
         if not Path(data_dir).is_dir():
             raise UserError(f"--data-dir {data_dir!r} is not allowed: no such directory")
         sets["data_dir"] = str(data_dir)
-    p = plan(st, preset=preset, sets=sets, grids=_grid_args(grids), seed=seed, n_seeds=seeds)
+    p = plan(st, preset=preset, sets=sets, grids=grid_args(grids), seed=seed, n_seeds=seeds)
     p.request["study"] = study  # as given: a name, or the path of a file
     out = Path(out) if out is not None else default_out(st.name)
     if resume and not (out / "manifest.json").exists():
@@ -200,8 +201,8 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
         if not isinstance(value, types) or isinstance(value, bool):
             raise ConfigError(key, value, f"expected {allowed} (in {path.name})")
     for key, value in data.get("set", {}).items():
-        _text(f"set.{key}", value)  # scalars or lists of them; the study checks the field
-    _grid_args(data.get("grid"))
+        value_text(f"set.{key}", value)  # scalars or lists of them; the study checks the field
+    grid_args(data.get("grid"))
     for key in ("seed", "workers", "threads", "seeds"):
         lo = 0 if key == "seed" else 1
         if key in data and data[key] < lo:

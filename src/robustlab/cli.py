@@ -153,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     run = start_run(args.study, options=options, preset=args.preset, sets=_kv(args.sets, "--set"),
                     grids=args.grids, seed=args.seed, seeds=args.seeds, out=args.out,
-                    data_dir=args.data_dir, resume=args.resume)
+                    data_dir=args.data_dir, resume=args.resume, record=_run_file_record(args))
     summary = run.summary
     print(claim_table_text([summary["section"]]))
     n_fail = len(summary["failures"])
@@ -213,6 +213,13 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_file_record(args: argparse.Namespace) -> dict | None:
+    """The experiment file a run came from, kept in its manifest (path and text)."""
+    if getattr(args, "config", None) is None:
+        return None
+    return {"config_file": {"path": str(args.config.resolve()), "text": args.config.read_text()}}
+
+
 def _with_run_file(parser: argparse.ArgumentParser, argv: list[str] | None,
                    args: argparse.Namespace) -> argparse.Namespace:
     """``run --config exp.toml``: the file's values become the defaults of `run`, and the
@@ -223,13 +230,13 @@ def _with_run_file(parser: argparse.ArgumentParser, argv: list[str] | None,
     dests = {"set": "sets", "grid": "grids"}
     defaults = {dests.get(k, k): v for k, v in data.items()}
     if "set" in data:
-        from .api import _text
+        from .api import value_text
 
-        defaults["sets"] = [f"{k}={_text(f'set.{k}', v)}" for k, v in data["set"].items()]
+        defaults["sets"] = [f"{k}={value_text(f'set.{k}', v)}" for k, v in data["set"].items()]
     if "grid" in data:
-        from .api import _grid_args
+        from .api import grid_args
 
-        defaults["grids"] = _grid_args(data["grid"])
+        defaults["grids"] = grid_args(data["grid"])
     if "out" in data:
         defaults["out"] = Path(data["out"])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
