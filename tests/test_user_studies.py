@@ -205,6 +205,8 @@ def test_plugin_runs_and_broken_plugin_is_one_line_error(tmp_path):
     assert r.returncode == 0, r.stderr
     m = json.loads((tmp_path / "ok" / "manifest.json").read_text())
     assert m["study_origin"]["kind"] == "package" and m["study_origin"]["package"] == "fakeplug"
+    assert "study from</td><td>package fakeplug 1.2 (entry point plug-mean = fakeplug.good:STUDY)" in \
+        (tmp_path / "ok" / "report.html").read_text()
     line = one_line_error(cli("run", "plug-broken", "--out", tmp_path / "bad", env_extra=[site]))
     assert "plug-broken = fakeplug.bad:STUDY" in line and "the plugin is broken" in line
     assert not (tmp_path / "bad").exists()

@@ -327,6 +327,20 @@ def _point_label(params: dict[str, Any], base: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_value(v) if not isinstance(v, str) else v}" for k, v in diff.items())
 
 
+def _origin_text(m: dict[str, Any]) -> str:
+    """Where the study came from (built-in, a file, a package), and what the run re-ran."""
+    o = m.get("study_origin") or {"kind": "built-in"}
+    if o.get("kind") == "file":
+        text = f"file {o.get('path')}"
+    elif o.get("kind") == "package":
+        text = f"package {o.get('package')} {o.get('version') or ''} (entry point {o.get('entry_point')})"
+    else:
+        text = "built-in"
+    if m.get("rerun_of"):
+        text += f"; a rerun of {m['rerun_of']}"
+    return text
+
+
 def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
     m = s.manifest or {}
     base = root / s.subdir if s.subdir else root
@@ -392,6 +406,7 @@ def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
     out.append("<h3>Configuration, seeds and versions</h3>")
     out.append("<table class='kv'>"
                f"<tr><td>preset</td><td>{_esc(m.get('preset', '–'))}</td></tr>"
+               f"<tr><td>study from</td><td>{_esc(_origin_text(m))}</td></tr>"
                f"<tr><td>seeds</td><td>{_esc(_seeds_text(m.get('seeds')))}</td></tr>"
                f"<tr><td>grid</td><td>{_esc(_grid_text(m.get('grid')))}</td></tr>"
                f"<tr><td>points</td><td>{_esc(m.get('n_points', '–'))}</td></tr>"
