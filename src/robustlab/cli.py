@@ -1,4 +1,4 @@
-"""The robustlab command line: list, run, reproduce, report.
+"""The robustlab command line: list, run, reproduce, report, compare.
 
 The only module that reads sys.argv. A user's mistake (bad key, value, preset, study,
 grid, path) prints one line ``robustlab: error: ...`` and exits 2, before any run
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
     p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
     p_report.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    _add_compare(sub)
     return parser
 
 
@@ -174,6 +175,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     return rebuild(args.dir, strict=args.strict)
 
 
+# ----------------------------------------------------------------------------------------
+# compare: two runs' verdicts side by side (logic in robustlab.report.compare)
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="every claim's verdict and effect in two runs, side by side")
+    p.add_argument("dir_a", type=Path, help="a run directory or a reproduce directory")
+    p.add_argument("dir_b", type=Path, help="another one (e.g. the same study at other base seeds)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a claim's verdict changed")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .report.compare import compare_dirs, compare_text
+
+    sa, sb, rows = compare_dirs(args.dir_a, args.dir_b)
+    print(compare_text(sa, sb, rows))
+    return 1 if args.strict and any(r.changed for r in rows) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -181,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
-        handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report}
+        handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
+                   "compare": cmd_compare}
         return handler[args.command](args)
     except UserError as exc:
         print(f"robustlab: error: {exc}", file=sys.stderr)
