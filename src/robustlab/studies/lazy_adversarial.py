@@ -221,10 +221,9 @@ def _scaling_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     return v, evidence
 
 
-def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge) -> Claim:
+def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge, base_ev: dict) -> Claim:
     lazy = df[df["R"].isna()] if "R" in df.columns else df
     fams = [f for f in _families(lazy, ("eps", "size", "dim")) if f["d"].nunique() >= 3]
-    base_ev = {"band": list(SLOPE_BAND), "theory_slope": -0.5, "max_width_ratio": MAX_WIDTH}
     if not fams:
         problem = "no ε grid with 3 or more values of d"
         return Claim(cid, statement, stats.Verdict(stats.INCONCLUSIVE, reason=problem),
@@ -245,14 +244,18 @@ def eps_sharp_claim(df: pd.DataFrame) -> Claim:
     """Claim 5a: inside the lazy ball robust accuracy collapses sharply in ε (see :func:`_sharp_family`)."""
     return _eps_claim(df, "eps-sharp-drop",
                       "Inside the lazy ball robust accuracy collapses sharply: for every d the robust/clean "
-                      f"accuracy falls from 75 % to 25 % within a factor {MAX_WIDTH:g} in ε", _sharp_family)
+                      f"accuracy falls from 75 % to 25 % within a factor {MAX_WIDTH:g} in ε", _sharp_family,
+                      {"effect": f"log(ε₂₅/ε₇₅), mean over seeds, t interval; threshold log {MAX_WIDTH:g}",
+                       "max_width_ratio": MAX_WIDTH})
 
 
 def eps_threshold_claim(df: pd.DataFrame) -> Claim:
     """Claim 5b: the ε at which robust accuracy halves scales like d^(−1/2) (see :func:`_scaling_family`)."""
     return _eps_claim(df, "eps-threshold",
                       "Inside the lazy ball the ε at which robust/clean accuracy halves scales like d^(−1/2): "
-                      f"its log–log slope against d lies in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]", _scaling_family)
+                      f"its log–log slope against d lies in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]", _scaling_family,
+                      {"effect": "OLS slope of log ε½ on log d over (d, seed) curves, t interval",
+                       "band": list(SLOPE_BAND), "theory_slope": -0.5})
 
 
 def _radius_runs(df: pd.DataFrame) -> pd.DataFrame:
