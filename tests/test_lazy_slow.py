@@ -1,6 +1,6 @@
 """End to end (slow): the quick presets reproduce Seed 001's claims on the embedded MNIST.
 
-Each run takes about half a minute on one CPU core.
+Each run takes about a minute on one CPU core (13 and 8 seeds, chosen by a power estimate).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from robustlab.studies.base import load
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 4), ("lazy-adversarial", 2)])
+@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 6), ("lazy-adversarial", 5)])
 def test_quick_preset_reproduces_the_claims(tmp_path, study, n_claims):
     out = tmp_path / study
     assert main(["run", study, "--out", str(out), "--quiet", "--strict"]) == 0
     claims = json.loads((out / "claims.json").read_text())
-    assert len(claims) == n_claims and all(c["passed"] for c in claims), claims
+    assert len(claims) == n_claims and all(c["verdict"] == "reproduced" for c in claims), claims
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sweep"]["failed_now"] == 0
     df = load(out)

@@ -214,7 +214,7 @@ def _section(tmp_path, *, failing=False, failures=(), problems=(), figures=None,
 
 def _claim_rows(text):
     table = re.search(r"<table id='claims'>(.*?)</table>", text, re.S).group(1)
-    return re.findall(r"<tr class='(pass|fail)'>", table)
+    return re.findall(r"<tr class='(pass|fail|inc|na)'>", table)
 
 
 def test_report_all_pass_has_green_verdict_claim_table_and_valid_embedded_images(tmp_path):
@@ -240,7 +240,7 @@ def test_report_shows_failures_prominently_and_escapes_text(tmp_path):
                "traceback": "Traceback ...\nNumericalError"}
     sec = _section(tmp_path, failing=True, failures=[failure], problems=["figures could not be drawn: KeyError('x')"])
     text = rh.render_report([sec, _section(tmp_path, name="beta")], root=tmp_path, title="T")
-    assert "class='banner bad'" in text and "1 FAIL" in text and "1 failed points" in text
+    assert "class='banner bad'" in text and "1 CONTRADICTED" in text and "1 failed points" in text
     attention = re.search(r"<div class='attention' id='attention'>(.*?)</div>", text, re.S).group(1)
     assert "a-bad" in attention and "1 of 6 points" in attention and "figures could not be drawn" in attention
     assert _claim_rows(text) == ["pass", "fail", "pass"]
@@ -268,13 +268,13 @@ def test_claim_table_text_lists_every_claim_with_result_evidence_and_statement(t
     secs = [_section(tmp_path, failing=True, failures=[{"params": {}, "reason": "r"}]), _section(tmp_path, name="b")]
     text = rh.claim_table_text(secs)
     lines = text.splitlines()
-    assert lines[0].split() == ["study", "claim", "result", "evidence"]
-    rows = [ln for ln in lines if re.match(r"^\S+\s+\S+\s+(PASS|FAIL)\s", ln)]
-    assert [r.split()[:3] for r in rows] == [["alpha", "a-ok", "PASS"], ["alpha", "a-bad", "FAIL"],
-                                             ["b", "a-ok", "PASS"]]
+    assert lines[0].split()[:3] == ["study", "claim", "verdict"]
+    rows = [ln for ln in lines if re.match(r"^\S+\s+\S+\s+(REPRODUCED|CONTRADICTED)\s", ln)]
+    assert [r.split()[:3] for r in rows] == [["alpha", "a-ok", "REPRODUCED"], ["alpha", "a-bad", "CONTRADICTED"],
+                                             ["b", "a-ok", "REPRODUCED"]]
     assert "slope = 0.51 [0.45, 0.57]" in rows[0]
     assert "» x grows like d^{1/2}  [Seed 001, Thm 3.1]" in text
-    assert lines[-1] == "claims: 2 passed, 1 failed (of 3); failed points: 1"
+    assert lines[-1] == "claims: 2 reproduced, 1 contradicted (of 3); failed points: 1"
     assert all(len(ln) <= 110 for ln in lines)
 
 
@@ -309,3 +309,66 @@ def test_save_thins_crowded_minor_log_labels_but_keeps_explicit_formatters(tmp_p
     fmt.set_locs()
     assert fmt(200.0) and fmt(500.0) and fmt(300.0) == "" and fmt(400.0) == ""
     assert b.xaxis.get_minor_formatter() is mine
+
+
+def _verdict_claim(cid, verdict, **kw):
+    return {"id": cid, "statement": f"{cid} holds", "verdict": verdict, "passed": verdict == "reproduced",
+            "evidence": {}, "source": "", **kw}
+
+
+FOUR = [
+    _verdict_claim("c-rep", "reproduced", effect=0.41, interval=[0.33, 0.49], threshold=[0.3, 0.7], side="inside",
+                   seeds=13),
+    _verdict_claim("c-con", "contradicted", effect=-0.2, interval=[-0.3, -0.1], threshold=0.0, side="above",
+                   seeds=5),
+    _verdict_claim("c-inc", "inconclusive", effect=0.05, interval=[-0.02, 0.12], threshold=0.0, side="above",
+                   seeds=3, seeds_needed=9, more_seeds=6),
+    _verdict_claim("c-na", "not applicable", effect=0.5, interval=[0.4, 0.6], threshold=0.0, side="above",
+                   seeds=3, conditions=[{"name": "lazy regime reached", "met": False, "detail": "max offset 1.3"},
+                                        {"name": "networks trained", "met": True, "detail": ""}]),
+]
+
+
+def test_report_shows_the_four_verdict_states_distinctly(tmp_path):
+    sec = _section(tmp_path)
+    sec.claims = [dict(c) for c in FOUR]
+    text = rh.render_report([sec], root=tmp_path, title="T")
+    assert _claim_rows(text) == ["pass", "fail", "inc", "na"]
+    for word, cls in (("REPRODUCED", "pass"), ("CONTRADICTED", "fail"), ("INCONCLUSIVE", "inc"),
+                      ("NOT APPLICABLE", "na")):
+        assert f"<span class='badge {cls}'>{word}</span>" in text
+        assert f"<span class='badge {cls}'>1 {word}</span>" in text  # the banner counts each state
+    assert "0.41 [0.33, 0.49] in [0.3, 0.7]" in text and "-0.2 [-0.3, -0.1] &gt; 0" in text
+    attention = re.search(r"<div class='attention' id='attention'>(.*?)</div>", text, re.S).group(1)
+    assert "c-rep" not in attention
+    assert "about 9 seeds (6 more) would decide it" in attention and "this run has 3" in attention
+    assert "condition &#x27;lazy regime reached&#x27; not met (max offset 1.3)" in attention
+    assert "networks trained" not in attention
+    # only inconclusive / not applicable: a warning banner, not a failure
+    sec.claims = [dict(c) for c in FOUR if c["verdict"] != "contradicted"]
+    assert "class='banner warn'" in rh.render_report([sec], root=tmp_path, title="T")
+
+
+def test_claim_table_text_shows_verdict_effect_interval_and_what_is_missing(tmp_path):
+    sec = _section(tmp_path)
+    sec.claims = [dict(c) for c in FOUR]
+    text = rh.claim_table_text([sec])
+    rows = {ln.split()[1]: ln for ln in text.splitlines() if ln.startswith("alpha ")}
+    assert re.search(r"c-rep\s+REPRODUCED\s+effect = 0\.41 \[0\.33, 0\.49\] in \[0\.3, 0\.7\]", rows["c-rep"])
+    assert re.search(r"c-con\s+CONTRADICTED\s+effect = -0\.2 \[-0\.3, -0\.1\] > 0", rows["c-con"])
+    flat = " ".join(text.split())  # across wrapped lines
+    assert "INCONCLUSIVE" in rows["c-inc"] and "about 9 seeds (6 more)" in flat
+    assert "NOT APPLICABLE" in rows["c-na"] and "condition 'lazy regime reached' not met" in flat
+    assert text.splitlines()[-1] == ("claims: 1 reproduced, 1 contradicted, 1 inconclusive, 1 not applicable "
+                                     "(of 4)")
+    assert [c["id"] for c in rh.strict_failures(FOUR)] == ["c-con", "c-inc"]
+
+
+def test_old_claims_without_verdict_read_from_passed(tmp_path):
+    """A claims.json written before verdicts existed holds only "passed"."""
+    assert rh.verdict_of({"passed": True}) == "reproduced"
+    assert rh.verdict_of({"passed": False}) == "contradicted"
+    sec = _section(tmp_path, failing=True)  # claim dicts without "verdict"
+    text = rh.render_report([sec], root=tmp_path, title="T")
+    assert _claim_rows(text) == ["pass", "fail"] and "<span class='badge fail'>CONTRADICTED</span>" in text
+    assert rh.claim_table_text([sec]).splitlines()[-1] == "claims: 1 reproduced, 1 contradicted (of 2)"

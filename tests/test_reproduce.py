@@ -57,7 +57,7 @@ def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path,
     assert meta["preset"] == "quick" and meta["studies"] == ["smoke"] and meta["finished"]
     assert meta["command"] == f"robustlab reproduce --preset quick --out {out} --only smoke"
     assert set(meta["timings"]) == {"smoke"} and meta["versions"]["torch"]
-    assert re.search(r"^smoke\s+smoke-accuracy\s+PASS\s+test_acc_mean = 0\.\d+", printed, re.M)
+    assert re.search(r"^smoke\s+smoke-accuracy\s+REPRODUCED\s+effect = 0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85", printed, re.M)
     assert f"report: {(out / 'report.html').resolve()}" in printed
     html = (out / "report.html").read_text()
     assert "<table id='claims'>" in html and html.count("data:image/png;base64,") == 1
@@ -81,7 +81,7 @@ def test_report_rebuild_gives_the_same_claim_table_without_running(tmp_path, cap
     assert rebuild(out) == 0
     second = capsys.readouterr().out
     assert table_of(first) == table_of(second)
-    assert "FAIL" in table_of(second) and "too-good" in table_of(second)
+    assert "CONTRADICTED" in table_of(second) and "too-good" in table_of(second)
     assert {n: (out / n / "claims.json").read_text() for n in claims_before} == claims_before
     assert (out / "report.html").exists() and (out / "smoke" / "figures" / "loss.png").exists()
     assert rebuild(out, strict=True) == 1
@@ -90,11 +90,34 @@ def test_report_rebuild_gives_the_same_claim_table_without_running(tmp_path, cap
 def test_failed_claim_exits_0_unless_strict_and_is_shown(tmp_path, capsys, monkeypatch):
     register(monkeypatch, smoke_variant("smoke-failing", claims=failing_claims))
     assert reproduce(tmp_path / "a", preset="quick", options=QUIET, studies=["smoke-failing"]) == 0
-    assert re.search(r"^smoke-failing\s+too-good\s+FAIL", capsys.readouterr().out, re.M)
+    assert re.search(r"^smoke-failing\s+too-good\s+CONTRADICTED", capsys.readouterr().out, re.M)
     assert reproduce(tmp_path / "b", preset="quick", options=QUIET, studies=["smoke-failing"], strict=True) == 1
     html = (tmp_path / "b" / "report.html").read_text()
-    assert "class='banner bad'" in html and "claim <span class='cid'>too-good</span> FAILED" in html
+    assert "class='banner bad'" in html and "claim <span class='cid'>too-good</span> <span class='badge fail'>" in html
     assert reproduce(tmp_path / "c", preset="quick", options=QUIET, studies=["smoke"], strict=True) == 0
+
+
+def _verdict_claims(state):
+    def claims(df, ctx):
+        from robustlab import stats
+
+        est = stats.mean_estimate(df.groupby("seed")["loss"].mean())
+        cond = [stats.Condition("premise", state != stats.NOT_APPLICABLE, "synthetic")]
+        v = stats.decide(est, threshold=est.value if state == stats.INCONCLUSIVE else -1.0, conditions=cond)
+        return [Claim("one", "a claim in a given state", v, {}, "test")]
+    return claims
+
+
+@pytest.mark.parametrize("state, code", [("reproduced", 0), ("inconclusive", 1), ("not applicable", 0)])
+def test_strict_fails_on_inconclusive_but_not_on_not_applicable(tmp_path, capsys, monkeypatch, state, code):
+    register(monkeypatch, smoke_variant("smoke-state", claims=_verdict_claims(state)))
+    assert reproduce(tmp_path / "r", preset="quick", options=QUIET, studies=["smoke-state"], strict=True) == code
+    assert re.search(rf"^smoke-state\s+one\s+{state.upper()}", capsys.readouterr().out, re.M)
+    html = (tmp_path / "r" / "report.html").read_text()
+    if state == "not applicable":
+        assert "condition &#x27;premise&#x27; not met (synthetic)" in html
+    if state == "inconclusive":
+        assert "inconclusive:" in html
 
 
 def test_failed_points_are_listed(tmp_path, capsys, monkeypatch):
@@ -125,8 +148,8 @@ def test_a_crashed_study_is_reported_and_the_others_still_run(tmp_path, capsys, 
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke-crash", "smoke"]) == 1
     captured = capsys.readouterr()
     assert "1 study crashed (smoke-crash)" in captured.err
-    assert re.search(r"^smoke-crash\s+study-crashed\s+FAIL\s+error = ZeroDivisionError", captured.out, re.M)
-    assert re.search(r"^smoke\s+smoke-accuracy\s+PASS", captured.out, re.M)
+    assert re.search(r"^smoke-crash\s+study-crashed\s+INCONCLUSIVE\s+inconclusive: the study crashed: ZeroDivisionError", captured.out, re.M)
+    assert re.search(r"^smoke\s+smoke-accuracy\s+REPRODUCED", captured.out, re.M)
     html = (out / "report.html").read_text()
     assert "the study crashed" in html and "a bug in the study" in html and "Traceback" in html
     assert rebuild(out) == 0
@@ -204,6 +227,6 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
     assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
-    assert "claims 2/2 pass" in err[2]
+    assert "claims 2/2 reproduced" in err[2]
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]

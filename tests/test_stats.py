@@ -177,3 +177,40 @@ def test_bootstrap_is_deterministic_and_covers_the_mean():
     b = stats.bootstrap_estimate(x, np.mean, seed=1)
     assert a == b and a.low < np.mean(x) < a.high
     assert math.isfinite(a.sd)
+
+
+def test_fixed_effects_slope_matches_ols_with_group_dummies():
+    """One intercept per group: the same slope and t interval as OLS on [x, one-hot(group)]."""
+    rng = np.random.default_rng(7)
+    g = np.repeat(["a", "b", "c"], 8)
+    x = np.tile(np.linspace(1.0, 4.0, 8), 3)
+    offset = {"a": 0.0, "b": 5.0, "c": -3.0}
+    y = 0.7 * x + np.array([offset[k] for k in g]) + rng.normal(0, 0.2, x.size)
+    est = slope_estimate(x, y, groups=g)
+    X = np.column_stack([x] + [(g == k).astype(float) for k in "abc"])
+    beta, res, *_ = np.linalg.lstsq(X, y, rcond=None)
+    dof = x.size - X.shape[1]
+    s2 = float(res[0]) / dof
+    se = math.sqrt(s2 * np.linalg.inv(X.T @ X)[0, 0])
+    half = sps.t.ppf(0.975, dof) * se
+    assert est.value == pytest.approx(beta[0], rel=1e-10)
+    assert (est.low, est.high) == pytest.approx((beta[0] - half, beta[0] + half), rel=1e-9)
+    assert est.dof_loss == 4 and "3 group intercepts" in est.method
+    # pooled without groups, the offsets swamp the slope
+    assert slope_estimate(x, y).high - slope_estimate(x, y).low > 5 * (est.high - est.low)
+
+
+def test_fixed_effects_drop_groups_without_variation_in_x():
+    est = slope_estimate([1, 2, 3, 5, 5], [1, 2, 3.1, 7, 9], groups=["a", "a", "a", "b", "b"])
+    assert est.n == 3 and "2 dropped" in est.method
+
+
+def test_seeds_for_power():
+    """Power 0.5 is the observed-effect count; 0.8 and 0.9 need about (z+z_p)²/z² times more."""
+    n50 = stats.seeds_for(0.2, 1.0)
+    n80 = stats.seeds_for(0.2, 1.0, power=0.8)
+    n90 = stats.seeds_for(0.2, 1.0, power=0.9)
+    assert n50 < n80 < n90
+    assert n80 / n50 == pytest.approx(((1.96 + 0.8416) / 1.96) ** 2, rel=0.05)
+    with pytest.raises(ValueError):
+        stats.seeds_for(0.2, 1.0, power=1.0)

@@ -70,7 +70,9 @@ class Run:
         return list(self.summary.get("failures", []))
 
     def _repr_html_(self) -> str:  # a notebook shows the claim table
-        rows = "".join(f"<tr><td>{c['id']}</td><td>{'pass' if c['passed'] else 'FAIL'}</td>"
+        from .report.html import verdict_of
+
+        rows = "".join(f"<tr><td>{c['id']}</td><td>{verdict_of(c)}</td>"
                        f"<td>{c['statement']}</td></tr>" for c in self.claims)
         return f"<p>run {self.out}</p><table>{rows}</table>"
 

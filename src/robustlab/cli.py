@@ -1,4 +1,4 @@
-"""The robustlab command line: list, run, reproduce, report.
+"""The robustlab command line: list, run, reproduce, report, compare.
 
 The only module that reads sys.argv. A user's mistake (bad key, value, preset, study,
 grid, path) prints one line ``robustlab: error: ...`` and exits 2, before any run
@@ -33,6 +33,9 @@ def _kv(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
+_STRICT_HELP = "exit 1 when a claim is contradicted or inconclusive (not when not applicable)"
+
+
 def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="quick", help="named settings: quick (default) or paper")
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/NAME-TIME)")
@@ -44,7 +47,7 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
     p.add_argument("--retry-failed", action="store_true", help="re-run points recorded as failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    p.add_argument("--strict", action="store_true", help=_STRICT_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_options(p_rep)
     p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
     p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
-    p_report.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    p_report.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     _add_lab_commands(sub)
+    _add_compare(sub)
     return parser
 
 
@@ -147,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("study is required: a study name, a .py file, or --config EXP.TOML")
     _early_workers(args)
     from .api import start_run
-    from .report.html import claim_table_text
+    from .report.html import claim_table_text, strict_failures
 
     options = _sweep_options(args)
     t0 = time.perf_counter()
@@ -159,7 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     n_fail = len(summary["failures"])
     n_points = summary["section"].manifest.get("n_points", "?")
     print(f"{n_points} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {run.out}/report.html")
-    if args.strict and not all(c["passed"] for c in summary["claims"]):
+    if args.strict and strict_failures(summary["claims"]):
         return 1
     return 0
 
@@ -199,7 +203,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     from .api import rerun
-    from .report.html import claim_table_text
+    from .report.html import claim_table_text, strict_failures
     from .sweep.runner import SweepOptions
 
     options = SweepOptions(backend=args.backend, workers=args.workers, quiet=args.quiet)
@@ -208,7 +212,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
           + ("byte-identical to the original" if same else "DIFFERS from the original"))
-    if args.strict and not all(c["passed"] for c in run.claims):
+    if args.strict and strict_failures(run.claims):
         return 1
     return 0
 
@@ -248,6 +252,24 @@ def _with_run_file(parser: argparse.ArgumentParser, argv: list[str] | None,
     return args
 
 
+# ----------------------------------------------------------------------------------------
+# compare: two runs' verdicts side by side (logic in robustlab.report.compare)
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="every claim's verdict and effect in two runs, side by side")
+    p.add_argument("dir_a", type=Path, help="a run directory or a reproduce directory")
+    p.add_argument("dir_b", type=Path, help="another one (e.g. the same study at other base seeds)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a claim's verdict changed")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .report.compare import compare_dirs, compare_text
+
+    sa, sb, rows = compare_dirs(args.dir_a, args.dir_b)
+    print(compare_text(sa, sb, rows))
+    return 1 if args.strict and any(r.changed for r in rows) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -258,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run" and args.config is not None:
             args = _with_run_file(parser, argv, args)
         handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
-                   "new": cmd_new, "rerun": cmd_rerun}
+                   "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare}
         return handler[args.command](args)
     except UserError as exc:
         print(f"robustlab: error: {exc}", file=sys.stderr)

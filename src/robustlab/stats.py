@@ -167,16 +167,28 @@ def log_ratio_estimate(a: Iterable[float], b: Iterable[float], *, level: float =
 
 
 def slope_estimate(x: Iterable[float], y: Iterable[float], *, log_x: bool = False, log_y: bool = False,
-                   level: float = 0.95, units_per_seed: float | None = None) -> Estimate:
+                   level: float = 0.95, units_per_seed: float | None = None,
+                   groups: Iterable[Any] | None = None) -> Estimate:
     """OLS slope of ``y`` on ``x`` (optionally of logs: a power law is ``log_x=log_y=True``, an
     exponential trend ``log_y=True``) with its t interval; every row counts once (pool seeds as
     rows). Rows whose log is undefined (non-positive) are dropped and named in ``method``.
     ``units_per_seed`` defaults to the number of distinct x values (one seed adds one row per x).
+
+    ``groups`` (one label per row) fits one intercept per group and a common slope (fixed
+    effects): x and y are centred within each group, so only within-group variation of x
+    informs the slope, and the t interval has ``n − k − 1`` degrees of freedom for ``k``
+    groups. Groups in which x does not vary carry no information and are dropped. With
+    groups, ``units_per_seed`` defaults to the number of distinct (group, x) cells.
     """
     x = np.asarray(list(x), dtype=np.float64).ravel()
     y = np.asarray(list(y), dtype=np.float64).ravel()
     if x.shape != y.shape:
         raise ValueError(f"x and y differ in length: {x.size} vs {y.size}")
+    g = None
+    if groups is not None:
+        g = np.asarray([str(v) for v in groups], dtype=object)
+        if g.size != x.size:
+            raise ValueError(f"groups and x differ in length: {g.size} vs {x.size}")
     keep = np.isfinite(x) & np.isfinite(y)
     if log_x:
         keep &= x > 0
@@ -188,22 +200,46 @@ def slope_estimate(x: Iterable[float], y: Iterable[float], *, log_x: bool = Fals
     ly = np.log(y) if log_y else y
     kind = {(True, True): "log-log", (False, True): "log-linear", (True, False): "linear-log",
             (False, False): "linear"}[(log_x, log_y)]
-    method = f"OLS {kind} slope, t interval over {x.size} rows" + (f" ({dropped} dropped)" if dropped else "")
-    n = int(x.size)
-    ups = float(units_per_seed) if units_per_seed else float(max(1, np.unique(lx).size))
-    if n < 2 or np.unique(lx).size < 2:
-        return Estimate(math.nan, math.nan, math.nan, n, method, level, dof_loss=2, units_per_seed=ups)
-    mx, my = lx.mean(), ly.mean()
-    sxx = float(((lx - mx) ** 2).sum())
-    slope = float(((lx - mx) * (ly - my)).sum() / sxx)
-    if n < 3:
-        return Estimate(slope, -math.inf, math.inf, n, method, level, dof_loss=2, units_per_seed=ups)
-    resid = ly - (my + slope * (lx - mx))
-    s2 = float((resid ** 2).sum() / (n - 2))
+    if g is None:
+        k = 0
+        cells = np.unique(lx).size
+        mx, my = lx.mean() if lx.size else 0.0, ly.mean() if ly.size else 0.0
+        cx, cy = lx - mx, ly - my
+    else:
+        g = g[keep]
+        cx, cy = np.zeros_like(lx), np.zeros_like(ly)
+        informative = np.zeros(lx.size, dtype=bool)
+        k, cells = 0, 0
+        for label in dict.fromkeys(g):
+            idx = g == label
+            if np.unique(lx[idx]).size < 2:
+                continue
+            k += 1
+            cells += np.unique(lx[idx]).size
+            informative |= idx
+            cx[idx] = lx[idx] - lx[idx].mean()
+            cy[idx] = ly[idx] - ly[idx].mean()
+        dropped += int((~informative).sum())
+        cx, cy = cx[informative], cy[informative]
+    n = int(cx.size)
+    fe = f" with {k} group intercepts" if g is not None else ""
+    method = (f"OLS {kind} slope{fe}, t interval over {n} rows"
+              + (f" ({dropped} dropped)" if dropped else ""))
+    dof_loss = 2 if g is None else k + 1
+    ups = float(units_per_seed) if units_per_seed else float(max(1, cells))
+    sxx = float((cx ** 2).sum())
+    if n < 2 or sxx <= 0:
+        return Estimate(math.nan, math.nan, math.nan, n, method, level, dof_loss=dof_loss, units_per_seed=ups)
+    slope = float((cx * cy).sum() / sxx)
+    dof = n - dof_loss
+    if dof < 1:
+        return Estimate(slope, -math.inf, math.inf, n, method, level, dof_loss=dof_loss, units_per_seed=ups)
+    resid = cy - slope * cx
+    s2 = float((resid ** 2).sum() / dof)
     se = math.sqrt(s2 / sxx)
-    half = t_quantile(level, n - 2) * se
-    return Estimate(slope, slope - half, slope + half, n, method, level, sd=se * math.sqrt(n), dof_loss=2,
-                    units_per_seed=ups)
+    half = t_quantile(level, dof) * se
+    return Estimate(slope, slope - half, slope + half, n, method, level, sd=se * math.sqrt(n),
+                    dof_loss=dof_loss, units_per_seed=ups)
 
 
 def bootstrap_estimate(values: Sequence[Any], statistic: Callable[[Sequence[Any]], float], *,
@@ -339,10 +375,23 @@ def seeds_needed(est: Estimate, threshold: float | tuple[float, float], *, side:
 
 
 def seeds_for(effect: float, sd: float, threshold: float = 0.0, *, level: float = 0.95,
-              dof_loss: int = 1, units_per_seed: float = 1.0) -> int | None:
+              dof_loss: int = 1, units_per_seed: float = 1.0, power: float = 0.5) -> int | None:
     """A power estimate before running: seeds that decide a claim whose effect and per-seed
-    spread are expected to be ``effect`` and ``sd`` (e.g. from a pilot run or the paper)."""
-    est = Estimate(effect, effect, effect, 1, "planned", level, sd, dof_loss, units_per_seed)
+    spread are expected to be ``effect`` and ``sd`` (e.g. from a pilot run or the paper).
+
+    ``power``: the chance that a run decides the claim when the true effect is ``effect``. The
+    default 0.5 decides it when the estimate lands on the expected effect (the interval then
+    just clears the threshold); 0.8 plans for the usual ``(z_level + z_power)²`` sample size,
+    so that a rerun with other seeds, whose estimate wanders by about one standard error,
+    still decides it the same way."""
+    if not 0 < power < 1:
+        raise ValueError(f"power={power!r}: a probability strictly between 0 and 1")
+    from scipy import stats as sps
+
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    shrink = z / (z + float(sps.norm.ppf(power)))
+    target = threshold + (effect - threshold) * shrink
+    est = Estimate(target, target, target, 1, "planned", level, sd, dof_loss, units_per_seed)
     return seeds_needed(est, threshold, side="above")
 
 

@@ -1,8 +1,10 @@
 """The report: one self-contained HTML file (figures embedded as base64), readable offline.
 
-Layout, top to bottom: a verdict banner (claims passed / failed, failed points, problems),
-a box listing everything that went wrong, the claim table (study, source and statement,
-PASS/FAIL, evidence), then one section per study — summary, its figures with numbered
+Layout, top to bottom: a verdict banner (claims per verdict state, failed points, problems),
+a box listing everything that needs attention (a contradicted claim; an inconclusive one with
+the seeds that would decide it; a not-applicable one with the condition that failed), the
+claim table (study, source and statement, verdict with effect [interval] against the
+threshold, evidence), then one section per study — summary, its figures with numbered
 captions, its failed points (reason and traceback), the configuration, seeds, and the
 package and code versions — and an environment footer.
 
@@ -11,6 +13,11 @@ Evidence is a claim's ``evidence`` dict. Numbers print with 4 significant digits
 :meth:`robustlab.report.plots.PowerLawFit.evidence`); a ``traceback`` entry is kept out of
 the table and shown folded under the study. :func:`claim_table_text` prints the same
 table as plain text for the terminal.
+
+A claim dict is what :meth:`robustlab.studies.base.Claim.to_dict` writes: ``verdict`` is one
+of the four states of :mod:`robustlab.stats` (reproduced, contradicted, inconclusive, not
+applicable), shown as a word and a colour (green, red, amber, grey). An old ``claims.json``
+holds only ``passed``: :func:`verdict_of` reads it as reproduced (true) or contradicted.
 """
 
 from __future__ import annotations
@@ -25,7 +32,13 @@ from typing import Any
 
 from .. import records
 
-__all__ = ["StudySection", "write_report", "claim_table_text", "format_evidence", "render_report"]
+__all__ = ["StudySection", "write_report", "claim_table_text", "format_evidence", "render_report",
+           "verdict_of", "decision_text", "attention_text", "strict_failures", "VERDICT_WORDS", "STRICT_FAIL"]
+
+# the four verdict states (robustlab.stats.VERDICTS), their word and CSS class
+VERDICT_WORDS = {"reproduced": "REPRODUCED", "contradicted": "CONTRADICTED", "inconclusive": "INCONCLUSIVE",
+                 "not applicable": "NOT APPLICABLE"}
+_VERDICT_CLASS = {"reproduced": "pass", "contradicted": "fail", "inconclusive": "inc", "not applicable": "na"}
 
 
 @dataclasses.dataclass
@@ -135,36 +148,110 @@ def format_evidence(ev: dict[str, Any], *, limit: int | None = 240) -> list[tupl
     return [(k, _value(v, limit)) for k, v in _merge(ev)]
 
 
+def verdict_of(claim: dict[str, Any]) -> str:
+    """The claim's verdict state; an old claim dict without ``verdict`` reads its ``passed``."""
+    v = claim.get("verdict")
+    if v in VERDICT_WORDS:
+        return v
+    return "reproduced" if claim.get("passed") else "contradicted"
+
+
+# verdicts that make ``--strict`` exit 1: the paper's statement is contradicted, or this run
+# cannot tell (more seeds needed). "not applicable" does not: the run does not meet the premise,
+# which says nothing about the paper (it is listed under "needs attention" all the same).
+STRICT_FAIL = ("contradicted", "inconclusive")
+
+
+def strict_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The claims that make ``--strict`` exit 1 (see :data:`STRICT_FAIL`)."""
+    return [c for c in claims if verdict_of(c) in STRICT_FAIL]
+
+
+def _threshold_text(claim: dict[str, Any]) -> str:
+    thr, side = claim.get("threshold"), claim.get("side")
+    if thr is None:
+        return ""
+    if side == "inside" and isinstance(thr, list | tuple) and len(thr) == 2:
+        return f"in [{_num(thr[0])}, {_num(thr[1])}]"
+    return {"above": "> ", "below": "< "}.get(side or "", "vs ") + _num(thr)
+
+
+def decision_text(claim: dict[str, Any]) -> str:
+    """``effect [lo, hi] vs threshold`` of a claim (``in [a, b]`` for a band, ``> t`` / ``< t``
+    for a side), or '' for an old claim without an effect."""
+    if claim.get("effect") is None:
+        return ""
+    iv = claim.get("interval")
+    text = _num(claim["effect"])
+    if iv and len(iv) == 2:
+        text += f" [{_num(iv[0])}, {_num(iv[1])}]"
+    thr = _threshold_text(claim)
+    return f"{text} {thr}".strip()
+
+
+def attention_text(claim: dict[str, Any]) -> str:
+    """What a reader must know about a claim that is not reproduced, in one line."""
+    v = verdict_of(claim)
+    if v == "inconclusive":
+        need, more, seeds = claim.get("seeds_needed"), claim.get("more_seeds"), claim.get("seeds")
+        if need is not None:
+            extra = f" ({more} more)" if more is not None else ""
+            at = f" at the observed effect and spread; this run has {seeds}" if seeds is not None else ""
+            return f"inconclusive: about {need} seeds{extra} would decide it{at}"
+        return "inconclusive: " + (claim.get("reason") or "no finite number of seeds would decide it")
+    if v == "not applicable":
+        unmet = [c for c in claim.get("conditions") or [] if not c.get("met")]
+        if unmet:
+            return "not applicable: " + "; ".join(
+                f"condition '{c['name']}' not met" + (f" ({c['detail']})" if c.get("detail") else "") for c in unmet)
+        return "not applicable: " + (claim.get("reason") or "a premise of the statement fails")
+    if v == "contradicted":
+        return "contradicted" + (f": {decision_text(claim)}" if decision_text(claim) else "")
+    return "reproduced"
+
+
 def _counts(sections: list[StudySection]) -> dict[str, int]:
     claims = [c for s in sections for c in s.claims]
-    return {"claims": len(claims), "passed": sum(bool(c["passed"]) for c in claims),
-            "failed": sum(not c["passed"] for c in claims),
+    by = {v: sum(verdict_of(c) == v for c in claims) for v in VERDICT_WORDS}
+    return {"claims": len(claims), "passed": by["reproduced"],
+            "failed": len(claims) - by["reproduced"], **by,
             "failed_points": sum(len(s.failures) for s in sections),
             "problems": sum(len(s.problems) for s in sections)}
 
 
+def _verdict_summary(n: dict[str, int]) -> str:
+    return ", ".join(f"{n[v]} {v}" for v in VERDICT_WORDS if n[v] or v == "reproduced")
+
+
 def claim_table_text(sections: list[StudySection], *, width: int = 110) -> str:
-    """The claim table as plain text: one block per claim (id, PASS/FAIL, evidence, then the
-    statement and its source on an indented line), and a one-line verdict."""
+    """The claim table as plain text: one block per claim (id, verdict word, effect [interval]
+    against the threshold, what an undecided claim needs, evidence, then the statement and its
+    source on an indented line), and a one-line count of the verdicts."""
     sw = max([5] + [len(s.name) for s in sections])
     cw = max([5] + [len(c["id"]) for s in sections for c in s.claims])
-    head = f"{'study':<{sw}}  {'claim':<{cw}}  result  evidence"
+    vw = 14  # "NOT APPLICABLE"
+    head = f"{'study':<{sw}}  {'claim':<{cw}}  {'verdict':<{vw}}  effect [95 % interval] threshold; evidence"
     lines = [head, "-" * min(width, max(len(head), 60))]
-    lead = sw + cw + 12
+    lead = sw + cw + vw + 6
     indent = " " * (sw + 2)
     for s in sections:
         for c in s.claims:
-            ev = "; ".join(f"{k} = {v}" for k, v in format_evidence(c["evidence"], limit=100)) or "-"
+            v = verdict_of(c)
+            bits = [f"effect = {decision_text(c)}"] if decision_text(c) else []
+            if v in ("inconclusive", "not applicable"):
+                bits.append(attention_text(c))
+            bits += [f"{k} = {x}" for k, x in format_evidence(c["evidence"], limit=100)]
+            ev = "; ".join(bits) or "-"
             wrapped = textwrap.wrap(ev, max(30, width - lead)) or ["-"]
-            mark = "PASS" if c["passed"] else "FAIL"
-            lines.append(f"{s.name:<{sw}}  {c['id']:<{cw}}  {mark:<6}  {wrapped[0]}")
+            mark = VERDICT_WORDS[v]
+            lines.append(f"{s.name:<{sw}}  {c['id']:<{cw}}  {mark:<{vw}}  {wrapped[0]}")
             lines.extend(" " * lead + w for w in wrapped[1:])
             src = c.get("source") or s.source
             statement = f"{c['statement']}  [{src}]" if src else c["statement"]
             lines.extend(textwrap.wrap(statement, width, initial_indent=indent + "» ",
                                        subsequent_indent=indent + "  "))
     n = _counts(sections)
-    verdict = f"claims: {n['passed']} passed, {n['failed']} failed (of {n['claims']})"
+    verdict = f"claims: {_verdict_summary(n)} (of {n['claims']})"
     if n["failed_points"]:
         verdict += f"; failed points: {n['failed_points']}"
     if n["problems"]:
@@ -188,23 +275,26 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 .banner{padding:.7em 1em;border-radius:6px;margin:1em 0;font-weight:600;font-size:1.05em}
 .banner.ok{background:#dafbe1;border:1px solid #4ac26b}
 .banner.bad{background:#ffebe9;border:1px solid #ff8182}
+.banner.warn{background:#fff8c5;border:1px solid #d4a72c}
 .attention{border:2px solid var(--fail);border-radius:6px;padding:.4em 1.1em .6em;background:#fff8f8;margin:1em 0}
 .attention h2{border:0;margin:.3em 0;color:var(--fail);font-size:1.15em}
 .attention li{margin:.15em 0}
 table{border-collapse:collapse;width:100%;font-size:.87em;margin:.6em 0 1em}
 th,td{border:1px solid var(--border);padding:.35em .55em;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
-tr.fail>td{background:#fff5f5}
+tr.fail>td{background:#fff5f5}tr.inc>td{background:#fffbe6}tr.na>td{background:#f6f8fa}
 td.res{text-align:center;white-space:nowrap}
 .badge{display:inline-block;padding:.05em .6em;border-radius:1em;font-weight:700;font-size:.85em;color:#fff}
 .badge.pass{background:var(--pass)}.badge.fail{background:var(--fail)}
+.badge.inc{background:#9a6700}.badge.na{background:#6e7781}
+.decision{display:block;font-size:.85em;margin-top:.3em;white-space:normal;font-family:ui-monospace,"DejaVu Sans Mono",monospace}
 .chip{display:inline-block;border:1px solid var(--border);border-radius:1em;padding:0 .6em;margin:0 .3em .3em 0;
  font-size:.83em;background:var(--soft)}.chip.fail{border-color:#ff8182;background:#ffebe9;color:var(--fail);font-weight:600}
 .ev{font-size:.92em}.ev .k{font-family:ui-monospace,"DejaVu Sans Mono",monospace;color:#444}
 .ev .item{display:block}.ev details.item ul{margin:.2em 0 .4em;padding-left:1.2em}
 .ev details.item summary{font-weight:normal}
 #claims th:nth-child(1){width:11%}#claims th:nth-child(2){width:13%}#claims th:nth-child(3){width:32%}
-#claims th:nth-child(4){width:6%}
+#claims th:nth-child(4){width:11%}
 .stmt{display:block;color:#333}.cid{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-weight:600}
 figure{margin:1.4em 0 2em;padding:0}figure img{max-width:100%;height:auto;display:block;
  border:1px solid #eee;margin:0 auto}
@@ -228,8 +318,9 @@ def _anchor(name: str) -> str:
     return "study-" + "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in name)
 
 
-def _badge(passed: bool) -> str:
-    return "<span class='badge pass'>PASS</span>" if passed else "<span class='badge fail'>FAIL</span>"
+def _badge(claim: dict[str, Any]) -> str:
+    v = verdict_of(claim)
+    return f"<span class='badge {_VERDICT_CLASS[v]}'>{VERDICT_WORDS[v]}</span>"
 
 
 def _estimates(items: list[Any] | tuple[Any, ...]) -> str:
@@ -344,10 +435,10 @@ def _origin_text(m: dict[str, Any]) -> str:
 def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
     m = s.manifest or {}
     base = root / s.subdir if s.subdir else root
-    n_pass = sum(bool(c["passed"]) for c in s.claims)
-    n_fail = len(s.claims) - n_pass
+    n_pass = sum(verdict_of(c) == "reproduced" for c in s.claims)
+    n_bad = sum(verdict_of(c) in ("contradicted", "inconclusive") for c in s.claims)
     sweep = m.get("sweep") or {}
-    chips = [f"<span class='chip{' fail' if n_fail else ''}'>claims {n_pass}/{len(s.claims)} pass</span>"]
+    chips = [f"<span class='chip{' fail' if n_bad else ''}'>claims {n_pass}/{len(s.claims)} reproduced</span>"]
     n_points = m.get("n_points")
     if n_points is not None:
         chips.append(f"<span class='chip{' fail' if s.failures else ''}'>points {n_points - len(s.failures)}"
@@ -361,12 +452,13 @@ def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
            f"<p class='meta'>study <code>{_esc(s.name)}</code> · source: {_esc(s.source)}</p>",
            "<p>" + "".join(chips) + "</p>", f"<p>{_esc(s.summary)}</p>"]
 
-    bad = [c for c in s.claims if not c["passed"]]
+    bad = [c for c in s.claims if verdict_of(c) != "reproduced"]
     if s.failures or s.problems or bad:
         out.append("<div class='failbox'>")
         if bad:
-            out.append(f"<h3>Failed claims ({len(bad)})</h3><ul>")
-            out += [f"<li><span class='cid'>{_esc(c['id'])}</span>: {_esc(c['statement'])}<br>"
+            out.append(f"<h3>Claims not reproduced ({len(bad)})</h3><ul>")
+            out += [f"<li>{_badge(c)} <span class='cid'>{_esc(c['id'])}</span>: {_esc(c['statement'])}<br>"
+                    f"<b>{_esc(attention_text(c))}</b><br>"
                     f"<span class='ev'>{_evidence_html(c['evidence'])}</span></li>" for c in bad]
             out.append("</ul>")
             for c in bad:
@@ -429,7 +521,9 @@ def render_report(sections: list[StudySection], *, root: Path, title: str,
     """The report's HTML text (see the module docstring for its layout)."""
     meta = meta or {}
     n = _counts(sections)
-    ok = n["failed"] == 0 and n["failed_points"] == 0 and n["problems"] == 0 and n["claims"] > 0
+    broken = n["contradicted"] or n["failed_points"] or n["problems"] or not n["claims"]
+    ok = not broken and not n["inconclusive"] and not n["not applicable"]
+    mood = "ok" if ok else ("bad" if broken else "warn")
     first = sections[0].manifest if sections else {}
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -445,23 +539,23 @@ def render_report(sections: list[StudySection], *, root: Path, title: str,
     bits.append(f"code {_esc(_code_text(meta.get('code') or first.get('code')))}")
     parts.append(f"<p class='meta'>{' · '.join(bits)}</p>")
 
-    verdict = f"{n['passed']} of {n['claims']} claims pass"
-    if n["failed"]:
-        verdict += f" · {n['failed']} FAIL"
+    words = [f"<span class='badge {_VERDICT_CLASS[v]}'>{n[v]} {VERDICT_WORDS[v]}</span>"
+             for v in VERDICT_WORDS if n[v]]
+    verdict = f"{n['passed']} of {n['claims']} claims reproduced " + " ".join(words)
     if n["failed_points"]:
         verdict += f" · {n['failed_points']} failed points"
     if n["problems"]:
         verdict += f" · {n['problems']} problems"
-    parts.append(f"<div class='banner {'ok' if ok else 'bad'}' id='verdict'>{verdict}</div>")
+    parts.append(f"<div class='banner {mood}' id='verdict'>{verdict}</div>")
 
     if not ok:
         parts.append("<div class='attention' id='attention'><h2>Needs attention</h2><ul>")
         for s in sections:
             link = f"<a href='#{_anchor(s.name)}'>{_esc(s.name)}</a>"
             for c in s.claims:
-                if not c["passed"]:
-                    parts.append(f"<li>{link}: claim <span class='cid'>{_esc(c['id'])}</span> FAILED — "
-                                 f"{_esc(c['statement'])}</li>")
+                if verdict_of(c) != "reproduced":
+                    parts.append(f"<li>{link}: claim <span class='cid'>{_esc(c['id'])}</span> "
+                                 f"{_badge(c)} {_esc(attention_text(c))} — {_esc(c['statement'])}</li>")
             if s.failures:
                 parts.append(f"<li>{link}: {len(s.failures)} of {s.manifest.get('n_points', '?')} points "
                              "failed (reasons listed in its section)</li>")
@@ -477,19 +571,26 @@ def render_report(sections: list[StudySection], *, root: Path, title: str,
             + "</p>")
 
     parts.append("<h2 id='claims-heading'>Claims</h2>"
-                 "<p class='meta'>Each claim is a check run on the saved results; it passes or fails by "
-                 "the criterion in its statement. Intervals in brackets are 95 % confidence intervals "
-                 "unless the key says otherwise.</p>"
+                 "<p class='meta'>Each claim is decided on an effect with its 95 % interval over seeds "
+                 "against the paper's threshold: <b>reproduced</b> when the interval lies on the paper's "
+                 "side, <b>contradicted</b> when it lies on the other side, <b>inconclusive</b> when it "
+                 "straddles the threshold (more seeds would decide it), <b>not applicable</b> when the run "
+                 "does not meet a premise of the statement. Intervals in brackets are 95 % confidence "
+                 "intervals unless the key says otherwise.</p>"
                  "<table id='claims'><thead><tr><th>study</th><th>source</th><th>claim</th>"
-                 "<th>result</th><th>evidence</th></tr></thead><tbody>")
+                 "<th>verdict</th><th>evidence</th></tr></thead><tbody>")
     for s in sections:
         for c in s.claims:
-            cls = "pass" if c["passed"] else "fail"
+            cls = _VERDICT_CLASS[verdict_of(c)]
+            dec = decision_text(c)
+            if verdict_of(c) in ("inconclusive", "not applicable"):
+                dec = (dec + " · " if dec else "") + attention_text(c)
+            dec_html = f"<span class='decision'>{_esc(dec)}</span>" if dec else ""
             parts.append(f"<tr class='{cls}'><td><a href='#{_anchor(s.name)}'>{_esc(s.name)}</a></td>"
                          f"<td>{_esc(c.get('source') or s.source)}</td>"
                          f"<td><span class='cid'>{_esc(c['id'])}</span>"
                          f"<span class='stmt'>{_esc(c['statement'])}</span></td>"
-                         f"<td class='res'>{_badge(bool(c['passed']))}</td>"
+                         f"<td class='res'>{_badge(c)}{dec_html}</td>"
                          f"<td class='ev'>{_evidence_html(c['evidence'])}</td></tr>")
     parts.append("</tbody></table>")
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import stats
 from ..config import param
 from ..metrics import accuracy, neuron_distance
 from ..models.ensemble import Flat, fold
@@ -105,48 +106,23 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
 
 # ---------------------------------------------------------------------------------------
 # claims
+#
+# Each claim is a verdict (robustlab.stats) on an effect with a 95 % interval over seeds. The
+# ε claims rest on two premises, recorded as conditions: every neuron stayed inside its lazy
+# ball, and the networks are trained classifiers (clean accuracy at the smallest ε); where a
+# premise fails the claim is "not applicable". The claims are split so that each verdict is
+# about one statement: where the drop is sharp, how the drop's ε scales with d, and, for the
+# radius sweep, low robustness at small R, high at large R, and a sharp rise between.
+
+BALL_TOL = 1e-4  # offsets are measured in float32: a ratio of 1 + 1e-4 is on the ball
+MIN_CLEAN = 0.9  # premise: clean accuracy (smallest ε) of a trained classifier; the runs reach ~0.96
+
 
 def _with_relative(df: pd.DataFrame) -> pd.DataFrame:
     """Add ``rel``: robust accuracy relative to the clean accuracy of the same network."""
     df = df.copy()
     df["rel"] = np.where(df["clean_acc"] > 0, df["robust_acc"] / df["clean_acc"].clip(lower=1e-12), 0.0)
     return df
-
-
-def _eps_family(runs: pd.DataFrame) -> tuple[bool, dict]:
-    """Claim 5 on one family of runs that differ only in d, ε and seed."""
-    per_d, seeds, ok = [], [], True
-    cur = _with_relative(runs[runs["eps"] > 0]).sort_values(["d", "seed", "eps"])
-    for d, g in cur.groupby("d"):
-        mean = g.groupby("eps")["rel"].mean().sort_index()
-        xs, ys = mean.index.to_numpy(float), mean.to_numpy(float)
-        e75, e50, e25 = (crossing(xs, ys, q) for q in (0.75, 0.5, 0.25))
-        # a threshold is located only if the curve starts above 75 % and ends below 25 %
-        starts_high = bool(len(ys) and ys[0] > 0.75)
-        width = e25 / e75 if starts_high and np.isfinite(e25) and np.isfinite(e75) else float("nan")
-        sharp = bool(np.isfinite(width) and width <= MAX_WIDTH)
-        ok &= sharp and np.isfinite(e50)
-        per_d.append({"d": int(d), "eps_75": e75, "eps_half": e50, "eps_25": e25,
-                      "width_ratio": width, "sharp": sharp, "starts_above_75pct": starts_high,
-                      "clean_acc": float(g["clean_acc"].mean()),
-                      "eps_half_times_sqrt_d": e50 * math.sqrt(d)})
-        for _seed, gs in g.groupby("seed"):
-            e = crossing(gs["eps"].to_numpy(float), gs["rel"].to_numpy(float), 0.5)
-            if np.isfinite(e) and gs["rel"].iloc[0] > 0.5:
-                seeds.append((int(d), e))
-    evidence: dict = {"per_d": per_d, "seed_eps_half": [[d, e] for d, e in seeds],
-                      "band": list(SLOPE_BAND), "theory_slope": -0.5, "max_width_ratio": MAX_WIDTH,
-                      "max_offset_over_radius": float(runs["offset_ratio"].max()),
-                      "seed_curves_with_halving_eps": f"{len(seeds)}/{runs.groupby(['d', 'seed']).ngroups}"}
-    ok &= bool((runs["offset_ratio"] <= 1 + 1e-4).all())  # every neuron stayed in its ball
-    if len({d for d, _ in seeds}) >= 3:
-        fit = fit_power_law([d for d, _ in seeds], [e for _, e in seeds])
-        evidence.update(fit.evidence("slope"))
-        ok &= SLOPE_BAND[0] <= fit.slope <= SLOPE_BAND[1]
-    else:
-        ok = False
-        evidence["problem"] = "the halving ε is defined for fewer than 3 values of d"
-    return bool(ok), evidence
 
 
 def _families(df: pd.DataFrame, axes: tuple[str, ...]) -> list[pd.DataFrame]:
@@ -156,68 +132,221 @@ def _families(df: pd.DataFrame, axes: tuple[str, ...]) -> list[pd.DataFrame]:
     return [g for _, g in df.groupby(point_ids(df, LazyAdversarialConfig, ("seed", *axes)))]
 
 
-def eps_threshold_claim(df: pd.DataFrame) -> Claim:
-    """Claim 5: a sharp robust-accuracy drop at an ε that scales like d^(−1/2) (lazy-ball runs).
+MIN_TRAINED_FRACTION = 2 / 3  # below this share of trained seed curves at some d, the claim is not applicable
 
-    Per d, the ε where robust/clean accuracy crosses 75 %, 50 % and 25 % (interpolated in
-    log ε on the mean curve over seeds); "sharp" means ε₂₅/ε₇₅ <= MAX_WIDTH. The slope is an
-    OLS fit of log ε½ on log d with one point per seed, with its 95 % t-interval.
-    """
-    statement = (
-        "Inside the lazy ball robust accuracy collapses once ε crosses a threshold that scales like "
-        f"d^(−1/2): for every d the robust/clean accuracy falls from 75 % to 25 % within a factor "
-        f"{MAX_WIDTH:g} in ε, and the log–log slope of the halving ε against d lies in "
-        f"[{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]")
+
+def _untrained(runs: pd.DataFrame) -> set[tuple[int, int]]:
+    """(d, seed) curves whose network at the smallest ε is not a trained classifier (clean
+    accuracy < MIN_CLEAN): the premise fails for that curve, so it is left out of the estimates
+    (neither for nor against the claim). Larger ε are not judged: a collapse there is the effect."""
+    first = runs[runs["eps"] == runs.groupby("d")["eps"].transform("min")]
+    bad = first[first["clean_acc"] < MIN_CLEAN]
+    return {(int(d), int(s)) for d, s in zip(bad["d"], bad["seed"])}
+
+
+def _eps_conditions(runs: pd.DataFrame) -> list[stats.Condition]:
+    worst = float(runs["offset_ratio"].max())
+    bad = _untrained(runs)
+    per_d = runs.groupby("d")["seed"].nunique()
+    share = min((1 - sum(1 for d2, _ in bad if d2 == d) / n) for d, n in per_d.items()) if len(per_d) else 0.0
+    return [
+        stats.Condition("lazy regime reached", bool(worst <= 1 + BALL_TOL),
+                        f"max ‖θ_s − θ_s(0)‖ / (C0/√m) = {worst:.4g} (<= 1 required)"),
+        stats.Condition("networks trained", bool(share >= MIN_TRAINED_FRACTION),
+                        f"{len(bad)} seed curve(s) left out for clean accuracy < {MIN_CLEAN} at the smallest ε; "
+                        f"lowest share of trained curves at one d: {share:.2g} (>= {MIN_TRAINED_FRACTION:.2g} "
+                        "required)"),
+    ]
+
+
+def _seed_curves(runs: pd.DataFrame):
+    """(d, seed, ε array, robust/clean array) per trained seed curve, ε > 0 only, sorted by ε."""
+    bad = _untrained(runs)
+    cur = _with_relative(runs[runs["eps"] > 0]).sort_values(["d", "seed", "eps"])
+    for (d, seed), g in cur.groupby(["d", "seed"]):
+        if (int(d), int(seed)) not in bad:
+            yield int(d), int(seed), g["eps"].to_numpy(float), g["rel"].to_numpy(float)
+
+
+def _sharp_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """Per d: mean over seeds of log(ε₂₅/ε₇₅) (each seed's curve, interpolated in log ε) below
+    log MAX_WIDTH, t interval over seeds; all d must hold. A seed whose curve does not fall from
+    above 75 % to below 25 % inside the ε grid gives no width (counted in the evidence)."""
+    widths: dict[int, list[float]] = {}
+    total: dict[int, int] = {}
+    for d, _seed, xs, ys in _seed_curves(runs):
+        total[d] = total.get(d, 0) + 1
+        e75, e25 = crossing(xs, ys, 0.75), crossing(xs, ys, 0.25)
+        if len(ys) and ys[0] > 0.75 and np.isfinite(e25) and np.isfinite(e75):
+            widths.setdefault(d, []).append(math.log(e25 / e75))
+    conds = _eps_conditions(runs)
+    parts, per_d = [], []
+    for d in sorted(total):
+        w = widths.get(d, [])
+        est = stats.mean_estimate(w)
+        why = "" if len(w) == total[d] else f"the drop lies inside the ε grid for {len(w)} of {total[d]} seeds"
+        v = stats.decide(est, threshold=math.log(MAX_WIDTH), side="below", conditions=conds, reason=why)
+        parts.append(v)
+        per_d.append({"d": d, "log_width": est.value, "log_width_ci": [est.low, est.high],
+                      "width_ratio": math.exp(est.value) if np.isfinite(est.value) else None,
+                      "seeds_with_width": f"{len(w)}/{total[d]}", "verdict": v.verdict})
+    if not parts:  # no trained seed curve at any d
+        return stats.decide(None, threshold=math.log(MAX_WIDTH), side="below", conditions=conds,
+                            reason="no seed curve to measure"), {"per_d": per_d}
+    return stats.combine(parts, reason="every d must hold"), {"per_d": per_d}
+
+
+def _scaling_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """Log–log OLS slope of the per-seed halving ε on d inside SLOPE_BAND, t interval; a seed
+    whose curve starts at or below 50 % or never halves inside the grid gives no point."""
+    pts, total = [], 0
+    for d, _seed, xs, ys in _seed_curves(runs):
+        total += 1
+        e = crossing(xs, ys, 0.5)
+        if np.isfinite(e) and len(ys) and ys[0] > 0.5:
+            pts.append((d, e))
+    evidence: dict = {"seed_eps_half": [[d, e] for d, e in pts], "seed_curves_with_halving_eps": f"{len(pts)}/{total}",
+                      "untrained_curves_left_out": sorted([d, s] for d, s in _untrained(runs))}
+    if len({d for d, _ in pts}) < 3:
+        evidence["problem"] = "the halving ε is defined for fewer than 3 values of d"
+        return stats.decide(None, threshold=SLOPE_BAND, side="inside", conditions=_eps_conditions(runs),
+                            reason=evidence["problem"]), evidence
+    est = stats.slope_estimate([d for d, _ in pts], [e for _, e in pts], log_x=True, log_y=True)
+    evidence.update({"slope": est.value, "slope_ci": [est.low, est.high], "n": est.n,
+                     "per_d_mean_eps_half_times_sqrt_d": {
+                         int(d): float(np.mean([e for dd, e in pts if dd == d]) * math.sqrt(d))
+                         for d in sorted({d for d, _ in pts})}})
+    v = stats.decide(est, threshold=SLOPE_BAND, side="inside", conditions=_eps_conditions(runs),
+                     seeds=max(1, round(len(pts) / max(1, len({d for d, _ in pts})))))
+    return v, evidence
+
+
+def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge, base_ev: dict) -> Claim:
     lazy = df[df["R"].isna()] if "R" in df.columns else df
     fams = [f for f in _families(lazy, ("eps", "size", "dim")) if f["d"].nunique() >= 3]
     if not fams:
-        return Claim("eps-threshold", statement, False,
-                     {"problem": "no ε grid with 3 or more values of d"}, SOURCE)
-    results = [_eps_family(f) for f in fams]
+        problem = "no ε grid with 3 or more values of d"
+        return Claim(cid, statement, stats.Verdict(stats.INCONCLUSIVE, reason=problem),
+                     {**base_ev, "problem": problem}, SOURCE)
+    results = [judge(f) for f in fams]
     if len(results) == 1:
-        ok, evidence = results[0]
+        verdict, evidence = results[0]
+        evidence = {**base_ev, **evidence, "max_offset_over_radius": float(fams[0]["offset_ratio"].max())}
     else:
-        ok = all(r[0] for r in results)
-        evidence = {"families": [{**describe_family(f, ("m", "C0", "lr", "bias")), "passed": r[0], **r[1]}
-                                 for f, r in zip(fams, results)]}
-    return Claim("eps-threshold", statement, ok, evidence, SOURCE)
+        verdict = stats.combine([r[0] for r in results], reason="every family must hold")
+        evidence = {**base_ev, "families": [
+            {**describe_family(f, ("m", "C0", "lr", "bias")), "verdict": r[0].verdict, **r[1]}
+            for f, r in zip(fams, results)]}
+    return Claim(cid, statement, verdict, evidence, SOURCE)
 
 
-def radius_transition_claim(df: pd.DataFrame) -> Claim:
-    """Claim 6 (see the statement)."""
-    statement = (
-        "Phase transition in the radius: for every width, robust accuracy is <= 0.25 at small R, "
-        f">= 0.75 at large R, and rises from 0.25 to 0.75 within a factor {MAX_WIDTH:g} in R")
-    runs = df[df["R"].notna()] if "R" in df.columns else df.iloc[0:0]
+def eps_sharp_claim(df: pd.DataFrame) -> Claim:
+    """Claim 5a: inside the lazy ball robust accuracy collapses sharply in ε (see :func:`_sharp_family`)."""
+    return _eps_claim(df, "eps-sharp-drop",
+                      "Inside the lazy ball robust accuracy collapses sharply: for every d the robust/clean "
+                      f"accuracy falls from 75 % to 25 % within a factor {MAX_WIDTH:g} in ε", _sharp_family,
+                      {"effect": f"log(ε₂₅/ε₇₅), mean over seeds, t interval; threshold log {MAX_WIDTH:g}",
+                       "max_width_ratio": MAX_WIDTH})
+
+
+def eps_threshold_claim(df: pd.DataFrame) -> Claim:
+    """Claim 5b: the ε at which robust accuracy halves scales like d^(−1/2) (see :func:`_scaling_family`)."""
+    return _eps_claim(df, "eps-threshold",
+                      "Inside the lazy ball the ε at which robust/clean accuracy halves scales like d^(−1/2): "
+                      f"its log–log slope against d lies in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]", _scaling_family,
+                      {"effect": "OLS slope of log ε½ on log d over (d, seed) curves, t interval",
+                       "band": list(SLOPE_BAND), "theory_slope": -0.5})
+
+
+def _radius_runs(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["R"].notna()] if "R" in df.columns else df.iloc[0:0]
+
+
+def _radius_conditions(g: pd.DataFrame) -> list[stats.Condition]:
+    worst = float(g["offset_ratio"].max())
+    return [stats.Condition("every neuron inside its radius R", bool(worst <= 1 + BALL_TOL),
+                            f"max offset / R = {worst:.4g}")]
+
+
+def _radius_claim(df: pd.DataFrame, cid: str, statement: str, part) -> Claim:
+    """One verdict per width (``part(g) -> (Verdict, evidence)``), combined: all must hold."""
+    runs = _radius_runs(df)
     if runs.empty or runs["R"].nunique() < 3:
-        return Claim("radius-transition", statement, False,
-                     {"problem": "no grid over R with 3 or more values"}, SOURCE)
-    per_m, ok = [], True
+        problem = "no grid over R with 3 or more values"
+        return Claim(cid, statement, stats.Verdict(stats.INCONCLUSIVE, reason=problem), {"problem": problem}, SOURCE)
+    parts, per_m = [], []
     for g in _families(runs, ("R",)):
-        m, d, eps = int(g["m"].iloc[0]), int(g["d"].iloc[0]), float(g["eps"].iloc[0])
+        v, ev = part(g)
+        parts.append(v)
         mean = g.groupby("R")["robust_acc"].mean().sort_index()
-        xs, ys = mean.index.to_numpy(float), mean.to_numpy(float)
-        r25, r50, r75 = (crossing(xs, ys, q, rising=True) for q in (0.25, 0.5, 0.75))
-        low, high = bool(ys.min() <= 0.25 and ys[0] <= 0.25), bool(ys.max() >= 0.75)
-        width = r75 / r25 if np.isfinite(r25) and np.isfinite(r75) and ys[0] < 0.25 else float("nan")
-        sharp = bool(np.isfinite(width) and width <= MAX_WIDTH)
-        lazy_r = float(g["lazy_radius"].iloc[0])
-        per_m.append({"m": m, "d": d, "eps": eps, "R": [float(v) for v in xs],
-                      "robust_acc": [float(v) for v in ys], "R_25": r25, "R_half": r50, "R_75": r75,
-                      "width_ratio": width, "low_at_small_R": low, "high_at_large_R": high,
-                      "sharp": sharp, "lazy_radius_C0_over_sqrt_m": lazy_r,
-                      "R_half_over_lazy_radius": r50 / lazy_r})
-        ok &= low and high and sharp
-    evidence: dict = {"per_width": per_m, "max_width_ratio": MAX_WIDTH}
-    halves = [(p["m"], p["R_half"]) for p in per_m if np.isfinite(p["R_half"])]
+        per_m.append({"m": int(g["m"].iloc[0]), "d": int(g["d"].iloc[0]), "eps": float(g["eps"].iloc[0]),
+                      "lazy_radius_C0_over_sqrt_m": float(g["lazy_radius"].iloc[0]),
+                      "R": [float(x) for x in mean.index], "robust_acc": [float(x) for x in mean],
+                      **ev, "verdict": v.verdict})
+    evidence: dict = {"per_width": per_m}
+    halves = [(p["m"], p.get("R_half")) for p in per_m if p.get("R_half") and np.isfinite(p["R_half"])]
     if len({m for m, _ in halves}) >= 2:
         fit = fit_power_law([m for m, _ in halves], [r for _, r in halves])
         evidence["R_half_vs_m_slope"] = fit.slope  # informative: margin ∝ √m·R suggests −1/2
-    return Claim("radius-transition", statement, bool(ok), evidence, SOURCE)
+    return Claim(cid, statement, stats.combine(parts, reason="every width must hold"), evidence, SOURCE)
+
+
+def _acc_at(g: pd.DataFrame, which: str) -> tuple[float, np.ndarray]:
+    r = g["R"].min() if which == "min" else g["R"].max()
+    return float(r), g[g["R"] == r]["robust_acc"].to_numpy(float)
+
+
+def radius_low_claim(df: pd.DataFrame) -> Claim:
+    """Claim 6a: at the smallest R mean robust accuracy (t interval over seeds) is below 0.25."""
+    def part(g):
+        r, acc = _acc_at(g, "min")
+        est = stats.mean_estimate(acc)
+        return (stats.decide(est, threshold=0.25, side="below", conditions=_radius_conditions(g)),
+                {"R_small": r, "robust_acc_small_R": est.value, "robust_acc_small_R_ci": [est.low, est.high]})
+    return _radius_claim(df, "radius-low", "At the smallest radius R, inside the lazy ball, robust accuracy "
+                         "stays below 0.25 for every width", part)
+
+
+def radius_high_claim(df: pd.DataFrame) -> Claim:
+    """Claim 6b: at the largest R mean robust accuracy (t interval over seeds) is above 0.75."""
+    def part(g):
+        r, acc = _acc_at(g, "max")
+        est = stats.mean_estimate(acc)
+        return (stats.decide(est, threshold=0.75, side="above", conditions=_radius_conditions(g)),
+                {"R_large": r, "robust_acc_large_R": est.value, "robust_acc_large_R_ci": [est.low, est.high]})
+    return _radius_claim(df, "radius-high", "Once neurons may move well beyond the lazy radius, adversarial "
+                         "training succeeds: at the largest R robust accuracy is above 0.75 for every width", part)
+
+
+def radius_transition_claim(df: pd.DataFrame) -> Claim:
+    """Claim 6c: the rise is sharp: per seed log(R₇₅/R₂₅) (robust accuracy, interpolated in log R)
+    has a mean below log MAX_WIDTH, t interval over seeds. A seed that does not rise from below
+    25 % to above 75 % inside the R grid gives no width."""
+    def part(g):
+        widths, n, halves = [], 0, []
+        for _, gs in g.sort_values("R").groupby("seed"):
+            n += 1
+            xs, ys = gs["R"].to_numpy(float), gs["robust_acc"].to_numpy(float)
+            r25, r75 = crossing(xs, ys, 0.25, rising=True), crossing(xs, ys, 0.75, rising=True)
+            halves.append(crossing(xs, ys, 0.5, rising=True))
+            if ys[0] < 0.25 and np.isfinite(r25) and np.isfinite(r75):
+                widths.append(math.log(r75 / r25))
+        est = stats.mean_estimate(widths)
+        why = "" if len(widths) == n else f"the rise lies inside the R grid for {len(widths)} of {n} seeds"
+        h = [x for x in halves if np.isfinite(x)]
+        return (stats.decide(est, threshold=math.log(MAX_WIDTH), side="below",
+                             conditions=_radius_conditions(g), reason=why),
+                {"log_width": est.value, "log_width_ci": [est.low, est.high],
+                 "seeds_with_width": f"{len(widths)}/{n}",
+                 "R_half": float(np.exp(np.mean(np.log(h)))) if h else float("nan")})
+    return _radius_claim(df, "radius-transition",
+                         f"Phase transition in the radius: for every width robust accuracy rises from 0.25 to "
+                         f"0.75 within a factor {MAX_WIDTH:g} in R", part)
 
 
 def claims(df: pd.DataFrame, ctx: Context) -> list[Claim]:
-    return [eps_threshold_claim(df), radius_transition_claim(df)]
+    return [eps_sharp_claim(df), eps_threshold_claim(df), radius_low_claim(df), radius_high_claim(df),
+            radius_transition_claim(df)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -314,8 +443,20 @@ STUDY = Study(
                 {"size": [10, 14, 20, 28], "eps": [0.025, 0.05, 0.1, 0.2, 0.4]},
                 {"size": [14], "eps": [0.2], "m": [64, 256], "R": [0.125, 0.25, 0.5, 1.0, 2.0]},
             ),
-            n_seeds=3,
-            description="4 sizes × 5 ε inside the ball C0=5; R sweep for widths 64/256 at d=196; 3 seeds"),
+            # Seeds from a power estimate (stats.seeds_for, power 0.9). A 3-seed pilot (base seed
+            # 0) suggested 5; five base seeds at 5 seeds then changed verdicts (eps-threshold,
+            # radius-low), so the estimate was redone on those 20 seeds pooled: the halving-ε
+            # slope is −0.48 against the band edge −0.7 with a per-(d, seed) spread of 0.29
+            # (4 rows per seed) -> 8 seeds; robust accuracy at the smallest R for m=64 is 0.07
+            # against 0.25 with a per-seed spread of 0.11 -> 7; the sharpness widths need <= 4.
+            # Checked at base seeds 0, 100, 200, 300, 400 (8 seeds each): eps-sharp-drop,
+            # eps-threshold, radius-low and radius-transition reproduced at all five;
+            # radius-high reproduced at 2 and inconclusive at 3 (needs 77–534 seeds): about 1 run
+            # in 10 at R=2 stops after 6 epochs (patience 5) with robust training accuracy < 0.5,
+            # a heavy tail that no seed count this preset can afford removes. Not fixed here.
+            n_seeds=8,
+            description="4 sizes × 5 ε inside the ball C0=5; R sweep for widths 64/256 at d=196; "
+                        "8 seeds (from a power estimate)"),
         "paper": Preset(
             {"sphere": True, "C0": 5.0, "m": 256},
             (
@@ -332,5 +473,5 @@ STUDY = Study(
     ensemble=True,
 )
 
-__all__ = ["STUDY", "LazyAdversarialConfig", "run_points", "claims", "figures",
-           "eps_threshold_claim", "radius_transition_claim"]
+__all__ = ["STUDY", "LazyAdversarialConfig", "run_points", "claims", "figures", "eps_sharp_claim",
+           "eps_threshold_claim", "radius_low_claim", "radius_high_claim", "radius_transition_claim"]

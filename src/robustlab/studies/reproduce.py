@@ -9,8 +9,9 @@ Layout of a reproduce directory::
 Every study is planned (and so validated) before anything is written. A study that
 crashes outside its points (a bug, not a failed point) is reported as a failed claim with
 its traceback and the others still run; the exit code is then 1. Otherwise the exit code
-is 0 however the claims came out, unless ``strict``: then a failed claim gives 1 (failed
-points are listed in the report and the terminal either way). Re-running into the same directory resumes: finished points are not re-run.
+is 0 however the claims came out, unless ``strict``: then a contradicted or inconclusive
+claim gives 1 (not a "not applicable" one; see :data:`robustlab.report.html.STRICT_FAIL`;
+failed points are listed in the report and the terminal either way). Re-running into the same directory resumes: finished points are not re-run.
 :func:`rebuild` re-derives claims, figures and reports from the saved stores only.
 """
 
@@ -104,10 +105,10 @@ def _finalized_section(study: Study, out: Path) -> report_html.StudySection:
 
 
 def _study_line(label: str, sec: report_html.StudySection, seconds: float) -> str:
-    n_pass = sum(bool(c["passed"]) for c in sec.claims)
+    n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in sec.claims)
     points = sec.manifest.get("n_points", "?")
     return (f"{label}: done in {seconds:.1f} s — {points} points, {len(sec.failures)} failed; "
-            f"claims {n_pass}/{len(sec.claims)} pass")
+            f"claims {n_pass}/{len(sec.claims)} reproduced")
 
 
 def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[str, Any]) -> Path:
@@ -121,8 +122,8 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
               strict: bool = False, studies: list[str] | None = None) -> int:
     """Run the studies into ``out``/<study>, write ``out``/report.html, print the claim table.
 
-    Returns the exit code: 1 when a study crashed, or (``strict``) when a claim failed;
-    0 otherwise.
+    Returns the exit code: 1 when a study crashed, or (``strict``) when a claim is contradicted
+    or inconclusive; 0 otherwise.
     """
     chosen = resolve_studies(studies)
     names = [s.name for s in chosen]
@@ -189,7 +190,7 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
         print(f"robustlab: {len(crashed)} stud{'y' if len(crashed) == 1 else 'ies'} crashed "
               f"({', '.join(crashed)}); see the report", file=sys.stderr)
         return 1
-    failed = any(not c["passed"] for s in sections for c in s.claims)
+    failed = report_html.strict_failures([c for s in sections for c in s.claims])
     return 1 if strict and failed else 0
 
 
@@ -222,5 +223,5 @@ def rebuild(out: Path, *, strict: bool = False) -> int:
                         "(no manifest.json or reproduce.json)")
     print(report_html.claim_table_text(sections))
     print(f"report rebuilt: {path.resolve()}")
-    failed = any(not c["passed"] for s in sections for c in s.claims)
+    failed = report_html.strict_failures([c for s in sections for c in s.claims])
     return 1 if strict and failed else 0
