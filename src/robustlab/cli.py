@@ -8,6 +8,7 @@ directory is created.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime
@@ -289,6 +290,15 @@ def main(argv: list[str] | None = None) -> int:
         print("robustlab: interrupted (finished points are kept; re-run with the same --out to resume)",
               file=sys.stderr)
         return 130
+    except OSError as exc:
+        # the machine refused a write or read (disk full, read-only or vanished directory):
+        # a fact about the environment, said in one line; the store keeps what finished
+        if os.environ.get("ROBUSTLAB_TRACEBACK"):
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"robustlab: error: {where}{exc.strerror or exc} (finished points are kept; fix it and "
+              "re-run the same command to resume; ROBUSTLAB_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -52,9 +53,14 @@ def param(
     le: float | None = None,
     lt: float | None = None,
     choices: Sequence[Any] | None = None,
+    nonfinite: bool = False,
 ) -> Any:
-    """A config field with its help text and allowed range (checked at construction)."""
-    meta = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices}
+    """A config field with its help text and allowed range (checked at construction).
+
+    Numbers must be finite (no inf or nan) unless ``nonfinite=True``.
+    """
+    meta = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices,
+            "nonfinite": nonfinite}
     if isinstance(default, list):
         default = tuple(default)
     return dataclasses.field(default=default, metadata=meta)
@@ -155,9 +161,11 @@ def _check_range(meta: Mapping[str, Any], value: Any, field: str) -> None:
         if choices is not None and v not in choices:
             raise ConfigError(field, value, _range_text(meta))
         if isinstance(v, int | float) and not isinstance(v, bool):
+            if not math.isfinite(v) and not meta.get("nonfinite"):
+                rng = _range_text(meta)
+                raise ConfigError(field, value, "a finite number" + (f" ({rng})" if rng != "any value" else ""))
             if v != v:  # NaN never satisfies a range
-                raise ConfigError(field, value, _range_text(meta) if any(
-                    meta.get(k) is not None for k in ("ge", "gt", "le", "lt")) else "a finite number")
+                raise ConfigError(field, value, _range_text(meta))
             ok = (
                 (meta.get("ge") is None or v >= meta["ge"])
                 and (meta.get("gt") is None or v > meta["gt"])

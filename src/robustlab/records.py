@@ -21,11 +21,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .config import UserError
+
 __all__ = [
     "atomic_write_text",
     "atomic_write_bytes",
     "write_json",
     "read_json",
+    "DamagedFile",
+    "check_writable",
     "write_jsonl",
     "read_jsonl",
     "package_versions",
@@ -80,8 +84,46 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+class DamagedFile(UserError):
+    """A record file that exists but cannot be read (not valid JSON, not text)."""
+
+
 def read_json(path: str | os.PathLike) -> Any:
-    return json.loads(Path(path).read_text())
+    """Read a JSON record; a damaged one is a :class:`DamagedFile` (one line, exit 2) that
+    names the file and what to do."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not text"
+        raise DamagedFile(f"{path} is damaged (not valid JSON: {why}): restore it, or move the "
+                          "directory away to start over") from None
+
+
+def check_writable(path: str | os.PathLike, *, what: str = "--out") -> None:
+    """Raise :class:`UserError` unless ``path`` (a directory, existing or to be made) can be
+    written: a probe file is made and removed in it, or in its nearest existing ancestor.
+
+    Checked by trying rather than by permission bits: root ignores those, while a read-only
+    file system, /proc or a full disk do not.
+    """
+    path = Path(path)
+    probe_dir = path
+    while not probe_dir.exists():
+        if probe_dir.parent == probe_dir:
+            break
+        probe_dir = probe_dir.parent
+    if probe_dir.exists() and not probe_dir.is_dir():
+        raise UserError(f"{what} {str(path)!r} is not allowed: {str(probe_dir)!r} is a file, not a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".robustlab-probe.", dir=probe_dir)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        how = "cannot be created" if probe_dir != path else "cannot be written"
+        raise UserError(f"{what} {str(path)!r} is not allowed: it {how} "
+                        f"({exc.strerror or type(exc).__name__} in {str(probe_dir)!r}); choose a "
+                        "writable directory") from None
 
 
 def write_jsonl(path: str | os.PathLike, rows: list[dict]) -> None:

@@ -139,6 +139,41 @@ def _lenient(tvd):
     return types.SimpleNamespace(MNIST=tvd.MNIST, CIFAR10=CIFAR10, CIFAR100=CIFAR100, SVHN=SVHN)
 
 
+# the files torchvision reads for each dataset, relative to the data directory
+_FILES = {
+    "mnist": [f"MNIST/raw/{f}" for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                          "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")],
+    "cifar10": [f"cifar-10-batches-py/{f}" for f in
+                [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch", "batches.meta"]],
+    "cifar100": [f"cifar-100-python/{f}" for f in ("train", "test", "meta")],
+    "svhn": ["train_32x32.mat", "test_32x32.mat"],
+}
+
+
+def check_available(name: str, data_dir: str | Path | None) -> None:
+    """Raise :class:`UserError` now, before a run starts, when ``name`` cannot be loaded: a
+    torchvision dataset without ``data_dir``, without its files there, or without torchvision.
+    (Checks names only; :func:`load_raw` reads the files.)"""
+    if name in EMBEDDED:
+        return
+    if name not in TORCHVISION:
+        raise UserError(f"dataset={name!r} is not allowed: one of {', '.join(DATASETS)}")
+    if not data_dir:
+        raise UserError(f"dataset={name!r} needs --data-dir (a folder holding the {name} files); "
+                        f"embedded datasets need none: {', '.join(EMBEDDED)}")
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise UserError(f"data_dir={str(root)!r} is not allowed: no such directory")
+    missing = [f for f in _FILES[name] if not (root / f).is_file()]
+    if missing:
+        raise UserError(f"data_dir={str(root)!r} is not allowed: dataset={name!r} needs {missing[0]} there "
+                        f"({len(missing)} of its {len(_FILES[name])} files are missing; nothing is downloaded)")
+    import importlib.util
+
+    if importlib.util.find_spec("torchvision") is None:
+        raise UserError(f"dataset={name!r} needs torchvision: pip install 'robustlab[vision]'")
+
+
 def load_raw(name: str, data_dir: str | Path | None = None) -> ImageData:
     if name == "digits":
         return _digits()

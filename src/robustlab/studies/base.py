@@ -37,7 +37,7 @@ from ..sweep import grid as gridmod
 from ..sweep.runner import SweepOptions, run_sweep
 from ..sweep.store import Store
 
-__all__ = ["Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
+__all__ = ["check_run_dir", "Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
            "execute", "finalize", "load"]
 
 
@@ -172,6 +172,10 @@ def plan(
     seeds = [base_seed + i for i in range(count)]
 
     user_axes = gridmod.parse_grid_args(grids, study.config)
+    both = sorted(set(user_axes) & set(sets))
+    if both:
+        raise UserError(f"{both[0]} is not allowed in both --set and --grid: give it one value with "
+                        "--set, or sweep it with --grid")
     union = gridmod.merge(pre.grid, user_axes, fixed=set(sets))
     if "seed" not in user_axes and "seed" not in sets:
         union = [{**g, "seed": seeds} for g in union]
@@ -194,6 +198,13 @@ def _resolved(study: Study, preset: str, base: Config, union: list[dict[str, lis
             points.append(cfg)
     if not points:
         raise UserError("grid is empty: no point to run")
+    # a dataset whose files are missing fails every point: say so once, before anything runs
+    from ..data import images as image_data  # (torch: imported only when a plan is made)
+
+    for name, data_dir in sorted({(str(getattr(p, "dataset", "")), getattr(p, "data_dir", None) or "")
+                                  for p in points}):
+        if name in image_data.TORCHVISION:
+            image_data.check_available(name, data_dir or None)
     return Plan(study, preset, base, [{k: list(v) for k, v in g.items()} for g in union],
                 points, sorted({p.seed for p in points}), request)
 
@@ -220,6 +231,27 @@ def plan_from_manifest(study: Study, manifest: Mapping[str, Any]) -> Plan:
 # ----------------------------------------------------------------------------------------
 # execution
 
+def _holds_points(out: Path) -> bool:
+    try:
+        with Store(out / "store.sqlite", readonly=True) as store:
+            return store.count() > 0
+    except (UserError, OSError):
+        return False
+
+
+def check_run_dir(out: Path) -> None:
+    """Before anything is written into ``out``: it can be written, and the records of a run
+    already there are readable (a damaged manifest or store is a one-line error, and nothing
+    is overwritten)."""
+    out = Path(out)
+    records.check_writable(out)
+    if (out / "manifest.json").exists():
+        records.read_json(out / "manifest.json")
+    if (out / "store.sqlite").exists():
+        with Store(out / "store.sqlite", readonly=True) as store:
+            store.done(), store.failures()  # every record parses
+
+
 def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
             record: Mapping[str, Any] | None = None) -> dict:
     """Run a planned study into ``out`` (created only now), then finalize. Returns summary."""
@@ -240,6 +272,7 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
                             f"started with threads={old.get('threads', 1)}; resume with that")
     elif out.exists() and any(out.iterdir()):
         raise UserError(f"--out {str(out)!r} exists and is not a robustlab run directory: choose a new --out")
+    check_run_dir(out)
     sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -275,10 +308,17 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
         raise
-    with Store(out / "store.sqlite") as store:
-        stats = run_sweep(plan_.points, study.run_points, store, options,
-                          ensemble=study.ensemble, max_group=study.max_ensemble,
-                          label=progress_label or study.name)
+    try:
+        with Store(out / "store.sqlite") as store:
+            stats = run_sweep(plan_.points, study.run_points, store, options,
+                              ensemble=study.ensemble, max_group=study.max_ensemble,
+                              label=progress_label or study.name)
+    except (UserError, OSError):
+        # e.g. the disk filled up: a fresh directory that holds no finished point is removed
+        # (no half-written run); otherwise the store keeps every finished point for a resume
+        if fresh and not _holds_points(out):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     manifest["finished"] = records.now_iso()
     manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)

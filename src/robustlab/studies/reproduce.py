@@ -29,7 +29,7 @@ from ..report import html as report_html
 from ..stats import Verdict
 from ..sweep.runner import SweepOptions
 from . import REGISTRY, REPRODUCE_ORDER, external, get_study
-from .base import Claim, Plan, Study, execute, finalize, plan
+from .base import Claim, Plan, Study, check_run_dir, execute, finalize, plan
 
 __all__ = ["reproduce", "rebuild", "resolve_studies"]
 
@@ -130,6 +130,10 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
     plans: list[Plan] = [plan(s, preset=preset, seed=seed) for s in chosen]  # validate all first
     out = Path(out)
     meta_path = out / "reproduce.json"
+    check_run_dir(out)  # writable; and below, every study's records readable before any is touched
+    for p in plans:
+        if (out / p.study.name).is_dir():
+            check_run_dir(out / p.study.name)
     if meta_path.exists():
         old = records.read_json(meta_path)
         asked = {"preset": preset, "seed": seed, "studies": names}
@@ -198,6 +202,7 @@ def rebuild(out: Path, *, strict: bool = False) -> int:
     """Rebuild claims, figures and report(s) of a run or reproduce directory from its saved
     results (nothing is re-run); print the claim table and the report path."""
     out = Path(out)
+    records.check_writable(out, what="dir")  # the report, claims and figures are rewritten
     if (out / "reproduce.json").exists():
         meta = records.read_json(out / "reproduce.json")
         sections = []

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import records
+from ..config import UserError
 
-__all__ = ["Store"]
+__all__ = ["Store", "StoreError"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS points (
@@ -32,9 +33,31 @@ CREATE TABLE IF NOT EXISTS points (
 """
 
 
+class StoreError(UserError):
+    """The store cannot be used: damaged, or its directory not writable (one line, exit 2)."""
+
+
+def _store_error(path: Path, exc: Exception) -> StoreError:
+    text = " ".join(str(exc).split())  # one line (an integrity report spans several)
+    if isinstance(exc, sqlite3.OperationalError) and any(
+            s in text for s in ("unable to open", "readonly", "disk is full", "disk I/O", "locked")):
+        return StoreError(f"{path} cannot be written ({text}): check the directory's permissions and "
+                          "free space, then re-run the same command to resume (finished points are kept)")
+    return StoreError(f"{path} is damaged ({text}): move it away to start over, or restore it")
+
+
 class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = Path(path)
+        self.conn = None
+        try:
+            self._open(readonly)
+        except sqlite3.Error as exc:
+            if self.conn is not None:
+                self.conn.close()
+            raise _store_error(self.path, exc) from None
+
+    def _open(self, readonly: bool) -> None:
         if readonly and not self.path.exists():
             raise FileNotFoundError(f"no result store at {self.path}")
         if readonly and Path(f"{self.path}-journal").exists():
@@ -51,6 +74,12 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=DELETE")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute(_SCHEMA)
+        # a few overwritten bytes may leave the header readable: check every page now, so that
+        # damage is one clear error before anything runs (cheap: stores are small)
+        (status,) = self.conn.execute("PRAGMA quick_check").fetchone()
+        if status != "ok":
+            raise sqlite3.DatabaseError(f"integrity check: {status}")
+        self.conn.execute("SELECT key, params, status, rows FROM points LIMIT 1").fetchall()
 
     def __enter__(self) -> Store:
         return self
@@ -59,7 +88,8 @@ class Store:
         self.close()
 
     def close(self) -> None:
-        self.conn.close()
+        if self.conn is not None:
+            self.conn.close()
 
     def keys(self, status: str | None = None) -> set[str]:
         """Keys of every recorded point, or of those with the given status (done, failed)."""
@@ -89,16 +119,24 @@ class Store:
                      e.get("traceback"), e.get("seconds")),
                 )
             cur.execute("COMMIT")
+        except sqlite3.OperationalError as exc:  # disk full, read-only, I/O: the machine's, not ours
+            if self.conn.in_transaction:
+                cur.execute("ROLLBACK")
+            raise _store_error(self.path, exc) from None
         except BaseException:
-            cur.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                cur.execute("ROLLBACK")
             raise
 
     def _select(self, status: str) -> list[dict[str, Any]]:
         cur = self.conn.execute(
             "SELECT key, params, rows, reason, traceback, seconds FROM points WHERE status=? ORDER BY rowid",
             (status,))
-        return [{"key": k, "params": json.loads(p), "rows": json.loads(r), "reason": reason,
-                 "traceback": tb, "seconds": s} for k, p, r, reason, tb, s in cur]
+        try:
+            return [{"key": k, "params": json.loads(p), "rows": json.loads(r), "reason": reason,
+                     "traceback": tb, "seconds": s} for k, p, r, reason, tb, s in cur]
+        except (json.JSONDecodeError, sqlite3.Error) as exc:  # bytes damaged inside a record
+            raise _store_error(self.path, exc) from None
 
     def done(self) -> list[dict[str, Any]]:
         return self._select("done")
