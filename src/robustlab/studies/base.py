@@ -364,12 +364,21 @@ def finalize(out: Path, study: Study) -> dict:
     section = report_html.StudySection(
         name=study.name, title=study.title, source=study.source, summary=study.summary,
         manifest=manifest, claims=claim_dicts, figures=[dataclasses.asdict(f) for f in figures],
-        failures=failures, problems=problems, n_rows=len(df),
+        failures=failures, problems=problems, n_rows=len(df), warnings=_warnings(done + failures),
     )
     report_html.write_report(out / "report.html", [section], root=out,
                              title=f"robustlab — {study.title}")
     return {"out": str(out), "claims": claim_dicts, "failures": failures, "problems": problems,
             "section": section}
+
+
+def _warnings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each distinct warning the points issued, with the points (params) it concerns."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        for text in e.get("warnings") or ():
+            found.setdefault(text, []).append(e["params"])
+    return [{"message": m, "points": pts} for m, pts in found.items()]
 
 
 def product_grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
