@@ -97,3 +97,18 @@ def test_a_store_from_before_warnings_were_kept_still_reads_and_resumes(tmp_path
         st.record([{"key": "b", "params": {"seed": 1}, "status": "done", "rows": [],
                     "warnings": ["AssumptionWarning: x"]}])
         assert [r["warnings"] for r in st.done()] == [[], ["AssumptionWarning: x"]]
+
+
+def test_the_command_line_shows_other_warnings_as_one_line(capsys, monkeypatch):
+    from robustlab import cli
+
+    def cmd_list(args):
+        warnings.warn("something to know\n  on two lines", UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_list", cmd_list)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert cli.main(["list"]) == 0
+    err = capsys.readouterr().err
+    assert err == "robustlab: warning: UserWarning: something to know on two lines\n"
