@@ -135,3 +135,28 @@ def test_a_lock_file_alone_is_no_foreign_content(tmp_path, name):
     args = (["run", "smoke", "--set", "epochs=2", "--quiet"] if name == "run"
             else ["reproduce", "--only", "smoke", "--quiet"])
     assert main([*args, "--out", str(out)]) == 0
+
+
+def test_report_on_a_reproduce_directory_being_written_changes_nothing(tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["reproduce", "--only", "smoke", "--quiet", "--out", str(out)]) == 0
+    (out / "smoke" / "claims.json").write_text("[]")  # stale: a rebuild would rewrite it
+    before = {k: v for k, v in _listing(out).items() if not k.endswith(lock.LOCK_NAME)}
+    capsys.readouterr()
+    # another process holds the lock of the study's directory (as a running reproduce would)
+    code = ("import sys, time; from robustlab.sweep import lock\n"
+            "with lock.writer(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(out / "smoke")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["report", str(out)]) == 0
+        printed = capsys.readouterr().out
+        assert "smoke-" in printed  # the claim table, computed from a snapshot
+        assert f"pid {holder.pid}" in printed and "no file in" in printed
+        assert {k: v for k, v in _listing(out).items() if not k.endswith(lock.LOCK_NAME)} == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["report", str(out)]) == 0  # nobody writes now: rebuilt in place
+    assert "report rebuilt" in capsys.readouterr().out
+    assert (out / "smoke" / "claims.json").read_text() != "[]"
