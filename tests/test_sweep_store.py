@@ -101,7 +101,8 @@ def test_a_writer_killed_mid_transaction_leaves_the_store_as_before(tmp_path):
         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
         "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
         "for i in range(3000):\n"
-        "    c.execute(\"INSERT INTO points VALUES (?, '{}', 'done', ?, NULL, NULL, 0)\", (f'k{i}', 'x' * 500))\n"
+        "    c.execute(\"INSERT INTO points (key, params, status, rows, reason, traceback, seconds) "
+        "VALUES (?, '{}', 'done', ?, NULL, NULL, 0)\", (f'k{i}', 'x' * 500))\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n")
     r = subprocess.run([sys.executable, "-c", code, str(path)])
     assert r.returncode == -signal.SIGKILL

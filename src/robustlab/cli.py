@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from datetime import datetime
 from pathlib import Path
 
@@ -271,7 +272,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.strict and any(r.changed for r in rows) else 0
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Show a warning as one line, without the file and source line Python would print.
+    (Warnings from the points are captured and stored by the sweep; this covers the rest.)"""
+    text = " ".join(str(message).split())
+    print(f"robustlab: warning: {category.__name__}: {text}", file=file or sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning
+    try:
+        return _main(argv)
+    finally:
+        warnings.showwarning = shown
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

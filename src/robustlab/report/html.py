@@ -54,6 +54,8 @@ class StudySection:
     problems: list[str]
     n_rows: int
     subdir: str = ""  # where the study's files live, relative to the report
+    # warnings the points issued: {"message": "Category: text", "points": [params, ...]}
+    warnings: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------------
@@ -418,6 +420,16 @@ def _point_label(params: dict[str, Any], base: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_value(v) if not isinstance(v, str) else v}" for k, v in diff.items())
 
 
+def _warned_points(points: list[dict[str, Any]], manifest: dict[str, Any]) -> str:
+    """The points a warning concerns, as short labels (the first 12, then a count)."""
+    base = manifest.get("base_config") or {}
+    n_all = manifest.get("n_points")
+    labels = [_esc(_point_label(p, base)) for p in points[:12]]
+    more = f" … and {len(points) - 12} more" if len(points) > 12 else ""
+    head = f"{len(points)} of {n_all} points" if n_all is not None else f"{len(points)} points"
+    return f"{head}: " + "; ".join(labels) + more
+
+
 def _origin_text(m: dict[str, Any]) -> str:
     """Where the study came from (built-in, a file, a package), and what the run re-ran."""
     o = m.get("study_origin") or {"kind": "built-in"}
@@ -548,7 +560,7 @@ def render_report(sections: list[StudySection], *, root: Path, title: str,
         verdict += f" · {n['problems']} problems"
     parts.append(f"<div class='banner {mood}' id='verdict'>{verdict}</div>")
 
-    if not ok:
+    if not ok or any(s.warnings for s in sections):
         parts.append("<div class='attention' id='attention'><h2>Needs attention</h2><ul>")
         for s in sections:
             link = f"<a href='#{_anchor(s.name)}'>{_esc(s.name)}</a>"
@@ -561,6 +573,9 @@ def render_report(sections: list[StudySection], *, root: Path, title: str,
                              "failed (reasons listed in its section)</li>")
             for p in s.problems:
                 parts.append(f"<li>{link}: {_esc(p.splitlines()[0] if p else p)}</li>")
+            for w in s.warnings:
+                parts.append(f"<li class='warning'>{link}: warning — {_esc(w['message'])}<br>"
+                             f"<span class='ev'>{_warned_points(w['points'], s.manifest)}</span></li>")
         if not n["claims"]:
             parts.append("<li>no claim was checked</li>")
         parts.append("</ul></div>")

@@ -34,6 +34,7 @@ from ..report import html as report_html
 from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
+from ..sweep import lock as runlock
 from ..sweep.runner import SweepOptions, run_sweep
 from ..sweep.store import Store
 
@@ -255,13 +256,30 @@ def check_run_dir(out: Path) -> None:
 def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
             record: Mapping[str, Any] | None = None) -> dict:
     """Run a planned study into ``out`` (created only now), then finalize. Returns summary."""
-    study = plan_.study
     out = Path(out)
-    manifest_path = out / "manifest.json"
     fresh = not out.exists()
+    _check_out(plan_, out, options)  # before anything is written
+    sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        # one writer per run directory: a second one stops here, having written nothing
+        with runlock.writer(out):
+            _check_out(plan_, out, options)  # again, now that nobody else writes it
+            return _execute_locked(plan_, out, options, fresh, progress_label, record)
+    except runlock.LockedError:
+        raise
+    except BaseException:
+        if fresh and not (out / "manifest.json").exists():
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
+    """``out`` is new, empty, or holds this very run (resumed); else a UserError."""
+    manifest_path = out / "manifest.json"
     if manifest_path.exists():
         old = records.read_json(manifest_path)
-        if old.get("study") != study.name or old.get("point_keys") != [
+        if old.get("study") != plan_.study.name or old.get("point_keys") != [
             config_hash(p.to_dict()) for p in plan_.points
         ]:
             raise UserError(f"--out {str(out)!r} holds a different run (study "
@@ -270,11 +288,15 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
             # float bits depend on the thread count: a run keeps the one it started with
             raise UserError(f"threads={options.threads} is not allowed: the run in --out {str(out)!r} "
                             f"started with threads={old.get('threads', 1)}; resume with that")
-    elif out.exists() and any(out.iterdir()):
+    elif out.exists() and any(p.name != runlock.LOCK_NAME for p in out.iterdir()):
         raise UserError(f"--out {str(out)!r} exists and is not a robustlab run directory: choose a new --out")
     check_run_dir(out)
-    sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
-    out.mkdir(parents=True, exist_ok=True)
+
+
+def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
+                    progress_label: str | None, record: Mapping[str, Any] | None) -> dict:
+    study = plan_.study
+    manifest_path = out / "manifest.json"
     try:
         manifest = {
             "study": study.name,
@@ -382,12 +404,21 @@ def finalize(out: Path, study: Study) -> dict:
     section = report_html.StudySection(
         name=study.name, title=study.title, source=study.source, summary=study.summary,
         manifest=manifest, claims=claim_dicts, figures=[dataclasses.asdict(f) for f in figures],
-        failures=failures, problems=problems, n_rows=len(df),
+        failures=failures, problems=problems, n_rows=len(df), warnings=_warnings(done + failures),
     )
     report_html.write_report(out / "report.html", [section], root=out,
                              title=f"robustlab — {study.title}")
     return {"out": str(out), "claims": claim_dicts, "failures": failures, "problems": problems,
             "section": section}
+
+
+def _warnings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each distinct warning the points issued, with the points (params) it concerns."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        for text in e.get("warnings") or ():
+            found.setdefault(text, []).append(e["params"])
+    return [{"message": m, "points": pts} for m, pts in found.items()]
 
 
 def product_grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:

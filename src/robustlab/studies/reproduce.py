@@ -17,7 +17,11 @@ failed points are listed in the report and the terminal either way). Re-running 
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import sqlite3
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -27,7 +31,9 @@ from .. import records, stats
 from ..config import UserError
 from ..report import html as report_html
 from ..stats import Verdict
+from ..sweep import lock as runlock
 from ..sweep.runner import SweepOptions
+from ..sweep.store import Store
 from . import REGISTRY, REPRODUCE_ORDER, external, get_study
 from .base import Claim, Plan, Study, check_run_dir, execute, finalize, plan
 
@@ -129,11 +135,36 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
     names = [s.name for s in chosen]
     plans: list[Plan] = [plan(s, preset=preset, seed=seed) for s in chosen]  # validate all first
     out = Path(out)
+    fresh = not out.exists()
+    _reproduce_meta(out, preset, seed, names)  # before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        # one writer per reproduce directory (each study's directory is locked by execute too)
+        with runlock.writer(out):
+            meta = _reproduce_meta(out, preset, seed, names)  # again, now that nobody else writes
+            meta.update({"command": _command(out, preset, seed, names), "device": options.device,
+                         "backend": options.backend, "workers": options.workers,
+                         "versions": records.package_versions(), "code": records.code_version(),
+                         "host": records.host_info(), "finished": None,
+                         "timings": meta.get("timings", {}), "crashed": meta.get("crashed", {})})
+            records.write_json(out / "reproduce.json", meta)
+            return _reproduce_locked(out, plans, meta, options, preset, strict)
+    except runlock.LockedError:
+        raise
+    except BaseException:
+        if fresh and not (out / "reproduce.json").exists():
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _reproduce_meta(out: Path, preset: str, seed: int | None, names: list[str]) -> dict[str, Any]:
+    """The reproduce.json to continue (a resumed run) or start; a UserError when ``out``
+    holds something else."""
     meta_path = out / "reproduce.json"
     check_run_dir(out)  # writable; and below, every study's records readable before any is touched
-    for p in plans:
-        if (out / p.study.name).is_dir():
-            check_run_dir(out / p.study.name)
+    for name in names:
+        if (out / name).is_dir():
+            check_run_dir(out / name)
     if meta_path.exists():
         old = records.read_json(meta_path)
         asked = {"preset": preset, "seed": seed, "studies": names}
@@ -141,21 +172,17 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
             raise UserError(f"--out {str(out)!r} holds a reproduce run of another kind (preset "
                             f"{old.get('preset')!r}, seed {old.get('seed')!r}, studies "
                             f"{','.join(old.get('studies', []))}): choose a new --out")
-        meta = old
-        meta["resumed"] = old.get("resumed", 0) + 1
-    elif out.exists() and any(out.iterdir()):
+        old["resumed"] = old.get("resumed", 0) + 1
+        return old
+    if out.exists() and any(p.name != runlock.LOCK_NAME for p in out.iterdir()):
         raise UserError(f"--out {str(out)!r} exists and is not a robustlab reproduce directory: "
                         "choose a new --out")
-    else:
-        meta = {"preset": preset, "seed": seed, "studies": names, "started": records.now_iso()}
-    meta.update({"command": _command(out, preset, seed, names), "device": options.device,
-                 "backend": options.backend, "workers": options.workers,
-                 "versions": records.package_versions(), "code": records.code_version(),
-                 "host": records.host_info(), "finished": None, "timings": meta.get("timings", {}),
-                 "crashed": meta.get("crashed", {})})
-    out.mkdir(parents=True, exist_ok=True)
-    records.write_json(meta_path, meta)
+    return {"preset": preset, "seed": seed, "studies": names, "started": records.now_iso()}
 
+
+def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], options: SweepOptions,
+                      preset: str, strict: bool) -> int:
+    meta_path = out / "reproduce.json"
     quiet = options.quiet
     sections: list[report_html.StudySection] = []
     crashed: list[str] = []
@@ -200,9 +227,64 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
 
 def rebuild(out: Path, *, strict: bool = False) -> int:
     """Rebuild claims, figures and report(s) of a run or reproduce directory from its saved
-    results (nothing is re-run); print the claim table and the report path."""
+    results (nothing is re-run); print the claim table and the report path.
+
+    A reader never waits for a writer. While a run or reproduce process writes ``out`` (it
+    holds the directory's writer lock, see :mod:`robustlab.sweep.lock`), the claims are
+    computed from a snapshot of the stores in a temporary directory and printed, and
+    nothing in ``out`` is touched; the writer rebuilds the files itself when it ends.
+    Otherwise the rebuild holds the lock itself, so that no run starts writing meanwhile.
+    """
     out = Path(out)
-    records.check_writable(out, what="dir")  # the report, claims and figures are rewritten
+    if not (out / "reproduce.json").exists() and not (out / "manifest.json").exists():
+        raise UserError(f"dir={str(out)!r} is not allowed: not a robustlab run directory "
+                        "(no manifest.json or reproduce.json)")
+    dirs = [out] + [p for p in sorted(out.iterdir()) if p.is_dir()]
+    busy = {d: pid for d in dirs if (pid := runlock.holder(d)) is not None}
+    if busy:
+        d, pid = next(iter(busy.items()))
+        with tempfile.TemporaryDirectory(prefix="robustlab-report-") as tmp:
+            snap = Path(tmp) / out.name
+            _snapshot(out, snap)
+            sections, _ = _rebuild(snap)
+        print(report_html.claim_table_text(sections))
+        who = f"pid {pid}" if pid else "another process"
+        print(f"{d} is being written by a robustlab process ({who}): the claims above are from the "
+              f"points finished so far; no file in {out} was changed (that run rebuilds them when "
+              "it ends)")
+    else:
+        records.check_writable(out, what="dir")  # the report, claims and figures are rewritten
+        try:
+            with contextlib.ExitStack() as stack:
+                for d in dirs:
+                    if d == out or (d / "manifest.json").exists():
+                        stack.enter_context(runlock.writer(d))
+                sections, path = _rebuild(out)
+        except runlock.LockedError as exc:  # a run started in between
+            raise UserError(f"{exc}; or run `robustlab report` again") from None
+        print(report_html.claim_table_text(sections))
+        print(f"report rebuilt: {path.resolve()}")
+    failed = report_html.strict_failures([c for s in sections for c in s.claims])
+    return 1 if strict and failed else 0
+
+
+def _snapshot(src: Path, dst: Path) -> None:
+    """Copy the records of a run or reproduce directory (a consistent copy of each store,
+    through SQLite's backup), leaving out figures and reports."""
+    dst.mkdir(parents=True)
+    for p in src.iterdir():
+        if p.is_dir():
+            if (p / "manifest.json").exists():
+                _snapshot(p, dst / p.name)
+        elif p.name == "store.sqlite":
+            with Store(p, readonly=True) as st, sqlite3.connect(dst / p.name) as copy:
+                st.conn.backup(copy)
+            copy.close()
+        elif p.suffix == ".json":
+            shutil.copyfile(p, dst / p.name)
+
+
+def _rebuild(out: Path) -> tuple[list[report_html.StudySection], Path]:
     if (out / "reproduce.json").exists():
         meta = records.read_json(out / "reproduce.json")
         sections = []
@@ -226,7 +308,4 @@ def rebuild(out: Path, *, strict: bool = False) -> int:
     else:
         raise UserError(f"dir={str(out)!r} is not allowed: not a robustlab run directory "
                         "(no manifest.json or reproduce.json)")
-    print(report_html.claim_table_text(sections))
-    print(f"report rebuilt: {path.resolve()}")
-    failed = report_html.strict_failures([c for s in sections for c in s.claims])
-    return 1 if strict and failed else 0
+    return sections, path

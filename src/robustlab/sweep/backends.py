@@ -56,6 +56,7 @@ class _Sink:
     def __init__(self, store: Store, bar: Progress, replace_failed: bool):
         self.store, self.bar, self.replace_failed = store, bar, replace_failed
         self.failed = 0
+        self.warned: set[str] = set()
 
     def running(self, text: str) -> None:
         self.bar.running(text)
@@ -64,6 +65,11 @@ class _Sink:
         self.store.record(entries, replace_failed=self.replace_failed)
         n_fail = sum(e["status"] == "failed" for e in entries)
         self.failed += n_fail
+        # each distinct warning once, as one line (every point it concerns is in the report)
+        for text in dict.fromkeys(w for e in entries for w in e.get("warnings") or ()):
+            if text not in self.warned:
+                self.warned.add(text)
+                self.bar.warn(f"warning: {text} (the report lists the points concerned)")
         self.bar.advance(len(entries), failed=n_fail)
 
 

@@ -30,6 +30,7 @@ class Progress:
     def __init__(self, *, total: int, initial: int = 0, label: str = "", quiet: bool = False):
         self.failed = 0
         self.current = ""
+        self.label, self.quiet = label, quiet
         notebook = not quiet and in_notebook()
         self.disabled = quiet or not (notebook or sys.stderr.isatty())
         bar_class = tqdm
@@ -61,3 +62,13 @@ class Progress:
             self.current = current
         self.bar.set_postfix_str(self._postfix(), refresh=False)
         self.bar.update(n)
+
+    def warn(self, text: str) -> None:
+        """Show one line (a warning from the points) above the bar, or alone without one."""
+        if self.quiet:
+            return
+        line = f"{self.label}: {text}" if self.label else text
+        if self.disabled:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            self.bar.write(line, file=sys.stderr)

@@ -24,6 +24,7 @@ import dataclasses
 import math
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -32,7 +33,7 @@ from ..config import Config, UserError, config_hash
 from .store import Store
 
 __all__ = ["SweepOptions", "run_sweep", "group_points", "run_group", "failed_entries",
-           "intra_op_threads", "BACKENDS"]
+           "intra_op_threads", "captured_warnings", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
 
@@ -133,7 +134,43 @@ def run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config],
     """Run one group and turn its outcome into store entries (never raises for a study error).
 
     ``threads``: intra-op thread count to run with (None: leave torch's setting alone).
+    Warnings issued while the group runs are not printed: each entry carries them as
+    ``warnings`` (distinct one-line texts, see :func:`captured_warnings`).
     """
+    with captured_warnings() as caught:
+        entries = _run_group(fn, group, device, threads)
+    if caught:
+        for e in entries:
+            e["warnings"] = list(caught)
+    return entries
+
+
+@contextlib.contextmanager
+def captured_warnings() -> Iterator[list[str]]:
+    """Collect the warnings issued in the body, instead of printing them, as distinct
+    one-line texts ``"Category: message"`` (first line of the message), in order.
+
+    The warning filters in force decide what counts (those ignored stay ignored); the
+    evaluation checks' once-per-process memory is reset first, so that every group reports
+    the warnings that concern it.
+    """
+    from ..attacks.checks import reset_warnings
+
+    reset_warnings()
+    found: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            yield found
+        finally:
+            for w in caught:
+                text = " ".join(str(w.message).split()) or "(no message)"
+                line = f"{w.category.__name__}: {text}"
+                if line not in found:
+                    found.append(line)
+
+
+def _run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config], device: str,
+               threads: int | None) -> list[dict]:
     t0 = time.perf_counter()
     try:
         with intra_op_threads(threads):

@@ -28,7 +28,8 @@ CREATE TABLE IF NOT EXISTS points (
     rows TEXT NOT NULL,
     reason TEXT,
     traceback TEXT,
-    seconds REAL
+    seconds REAL,
+    warnings TEXT
 )
 """
 
@@ -80,6 +81,12 @@ class Store:
         if status != "ok":
             raise sqlite3.DatabaseError(f"integrity check: {status}")
         self.conn.execute("SELECT key, params, status, rows FROM points LIMIT 1").fetchall()
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(points)")}
+        self._has_warnings = "warnings" in columns
+        if not readonly and columns and not self._has_warnings:
+            # a store written before warnings were kept: add the column (NULL for old points)
+            self.conn.execute("ALTER TABLE points ADD COLUMN warnings TEXT")
+            self._has_warnings = True
 
     def __enter__(self) -> Store:
         return self
@@ -98,25 +105,27 @@ class Store:
         return {k for (k,) in self.conn.execute("SELECT key FROM points WHERE status=?", (status,))}
 
     def record(self, entries: list[dict[str, Any]], *, replace_failed: bool = False) -> None:
-        """Record points atomically: each entry has key, params, status, rows[, reason, traceback, seconds].
+        """Record points atomically: each entry has key, params, status, rows[, reason, traceback,
+        seconds, warnings (a list of one-line texts)].
 
         A point already recorded is left as it is, except that with ``replace_failed`` a
         failed record is overwritten (a retry).
         """
         conflict = ("ON CONFLICT(key) DO UPDATE SET params=excluded.params, status=excluded.status, "
                     "rows=excluded.rows, reason=excluded.reason, traceback=excluded.traceback, "
-                    "seconds=excluded.seconds WHERE points.status='failed'"
+                    "seconds=excluded.seconds, warnings=excluded.warnings WHERE points.status='failed'"
                     if replace_failed else "ON CONFLICT(key) DO NOTHING")
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
             for e in entries:
                 cur.execute(
-                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds) "
-                    f"VALUES (?, ?, ?, ?, ?, ?, ?) {conflict}",
+                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings) "
+                    f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
                     (e["key"], records.dumps(e["params"], sort_keys=True), e["status"],
                      records.dumps(e.get("rows", []), sort_keys=True), e.get("reason"),
-                     e.get("traceback"), e.get("seconds")),
+                     e.get("traceback"), e.get("seconds"),
+                     records.dumps(e["warnings"]) if e.get("warnings") else None),
                 )
             cur.execute("COMMIT")
         except sqlite3.OperationalError as exc:  # disk full, read-only, I/O: the machine's, not ours
@@ -129,12 +138,14 @@ class Store:
             raise
 
     def _select(self, status: str) -> list[dict[str, Any]]:
+        warn = "warnings" if self._has_warnings else "NULL"  # an old store read read-only
         cur = self.conn.execute(
-            "SELECT key, params, rows, reason, traceback, seconds FROM points WHERE status=? ORDER BY rowid",
-            (status,))
+            f"SELECT key, params, rows, reason, traceback, seconds, {warn} FROM points WHERE status=? "
+            "ORDER BY rowid", (status,))
         try:
             return [{"key": k, "params": json.loads(p), "rows": json.loads(r), "reason": reason,
-                     "traceback": tb, "seconds": s} for k, p, r, reason, tb, s in cur]
+                     "traceback": tb, "seconds": s, "warnings": json.loads(w) if w else []}
+                    for k, p, r, reason, tb, s, w in cur]
         except (json.JSONDecodeError, sqlite3.Error) as exc:  # bytes damaged inside a record
             raise _store_error(self.path, exc) from None
 

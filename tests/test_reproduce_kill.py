@@ -1,0 +1,90 @@
+"""SIGKILL a real `robustlab reproduce` three times at random moments, then resume it to
+the end: every study's results.jsonl and claims.json equal an uninterrupted run's, byte for
+byte."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from robustlab import records
+from robustlab.cli import main
+from robustlab.sweep import lock
+from robustlab.sweep.store import Store
+
+# the built-in smoke study at its paper scale: 12 points in 3 groups of 4 seeds (ensembles),
+# a few seconds in all — a reproduce with every stage a real one has (sweep, finalize, report)
+ARGS = ["reproduce", "--only", "smoke", "--preset", "paper", "--quiet"]
+N_POINTS = 12
+
+
+def _stored(out: Path) -> int:
+    try:
+        with Store(out / "smoke" / "store.sqlite", readonly=True) as st:
+            return st.count()
+    except Exception:  # not there yet, or its table is being created
+        return 0
+
+
+def _kill_at(out: Path, stored: int, delay: float, capsys) -> int:
+    """Start the reproduce; once it holds the lock and ``stored`` points are in the store,
+    wait ``delay`` seconds and SIGKILL it. Returns the points stored at the kill."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "robustlab.cli", *ARGS, "--out", str(out)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    try:
+        while not (lock.holder(out) == proc.pid and _stored(out) >= stored):
+            assert proc.poll() is None, f"reproduce ended before it was killed: {proc.stderr.read()!r}"
+            assert time.monotonic() < deadline, "reproduce too slow"
+            time.sleep(0.02)
+        # meanwhile, a second writer is refused at once, naming the holder
+        assert main([*ARGS, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"pid {proc.pid}" in err
+        time.sleep(delay)
+        assert proc.poll() is None, "reproduce ended before the kill"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    return _stored(out)
+
+
+@pytest.mark.slow
+def test_reproduce_killed_three_times_then_resumed_equals_an_uninterrupted_run(tmp_path, capsys):
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    assert main([*ARGS, "--out", str(clean)]) == 0
+    rng = random.Random(15)
+    at_kill = []
+    # three random moments: two while the sweep runs (after 0, 1 or 2 stored groups, two of
+    # these at random) and one once every point is stored (claims, figures and reports being
+    # written), each plus a random delay
+    for stored in [*sorted(rng.sample([0, 4, 8], 2)), N_POINTS]:
+        at_kill.append(_kill_at(killed, stored, rng.uniform(0.0, 0.4), capsys))
+    assert at_kill[0] < N_POINTS and at_kill[-1] == N_POINTS
+    assert not records.read_json(killed / "reproduce.json").get("finished")
+    assert main([*ARGS, "--out", str(killed)]) == 0  # resume to the end
+    capsys.readouterr()
+
+    meta = records.read_json(killed / "reproduce.json")
+    assert meta["finished"] and meta["resumed"] >= 1
+    for name in ("results.jsonl", "claims.json"):
+        assert (killed / "smoke" / name).read_bytes() == (clean / "smoke" / name).read_bytes(), name
+    with Store(killed / "smoke" / "store.sqlite", readonly=True) as a, \
+            Store(clean / "smoke" / "store.sqlite", readonly=True) as b:
+        assert a.count("done") == N_POINTS
+        assert a.table() == b.table()  # every point once, same params, status and rows
+    man = records.read_json(killed / "smoke" / "manifest.json")
+    assert man["finished"] and man["sweep"]["skipped"] == max(at_kill)
+    assert (killed / "report.html").exists()
