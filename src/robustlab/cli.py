@@ -8,6 +8,7 @@ directory is created.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import datetime
@@ -38,7 +39,8 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/NAME-TIME)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--backend", default="local", help="local (default) or ray")
-    p.add_argument("--workers", type=int, default=1, help="local backend: parallel processes")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local backend: parallel processes (default: CPU cores // --threads)")
     p.add_argument("--threads", type=int, default=1,
                    help="CPU threads of each point, on every backend (default 1; results depend on it)")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
@@ -80,10 +82,30 @@ def _default_out(name: str) -> Path:
     return Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
+def default_workers(threads: int) -> int:
+    """Worker processes that fill the machine: its cores divided by each point's threads."""
+    return max(1, (os.cpu_count() or 1) // max(1, threads))
+
+
+def _resolve_workers(args: argparse.Namespace) -> None:
+    """Fill in the default --workers: the whole machine."""
+    if args.workers is None:
+        args.workers = default_workers(args.threads)
+
+
+def workers_line(options) -> str:
+    """One line saying how the points run, e.g. ``local backend: 2 workers x 1 thread``."""
+    if options.backend != "local":
+        return f"{options.backend} backend: {options.threads} thread{'s' if options.threads != 1 else ''} per task"
+    return (f"local backend: {options.workers} worker{'s' if options.workers != 1 else ''} x "
+            f"{options.threads} thread{'s' if options.threads != 1 else ''}")
+
+
 def _sweep_options(args: argparse.Namespace):
     from .sweep.runner import SweepOptions
     from .utils import resolve_device
 
+    _resolve_workers(args)
     resolve_device(args.device)  # validate now, before anything is written
     if args.ray_address and args.backend != "ray":
         raise UserError("--ray-address is not allowed without --backend ray")
@@ -109,6 +131,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _early_workers(args: argparse.Namespace) -> None:
     """With --workers N, start the workers' fork server before the heavy imports below, so
     that its imports (torch, the studies) run alongside ours."""
+    _resolve_workers(args)
     if args.backend == "local" and args.workers > 1:
         from .sweep.backends import start_fork_server
 
@@ -136,8 +159,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = args.out or _default_out(study.name)
     if args.resume and not (out / "manifest.json").exists():
         raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
+    def started() -> None:
+        if not args.quiet:
+            print(f"robustlab run {study.name}: {len(p.points)} points, {workers_line(options)}",
+                  file=sys.stderr, flush=True)
+
     t0 = time.perf_counter()
-    summary = execute(p, out, options)
+    summary = execute(p, out, options, started=started)
     print(claim_table_text([summary["section"]]))
     n_fail = len(summary["failures"])
     print(f"{len(p.points)} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {out}/report.html")

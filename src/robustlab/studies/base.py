@@ -163,8 +163,12 @@ def plan(
 # ----------------------------------------------------------------------------------------
 # execution
 
-def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None) -> dict:
-    """Run a planned study into ``out`` (created only now), then finalize. Returns summary."""
+def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
+            started: Callable[[], None] | None = None) -> dict:
+    """Run a planned study into ``out`` (created only now), then finalize. Returns summary.
+
+    ``started`` is called once the run is checked and its manifest written, before any point
+    runs (the CLI says there how many workers it uses: an input error stays one line)."""
     study = plan_.study
     out = Path(out)
     manifest_path = out / "manifest.json"
@@ -214,6 +218,8 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
         raise
+    if started is not None:
+        started()
     with Store(out / "store.sqlite") as store:
         stats = run_sweep(plan_.points, study.run_points, store, options,
                           ensemble=study.ensemble, max_group=study.max_ensemble,
