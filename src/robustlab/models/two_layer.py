@@ -69,6 +69,22 @@ class TwoLayerReLU(nn.Module):
                    torch.stack(Bs).to(**kw) if bias else None,
                    torch.stack(Cs).to(**kw) if bias else None)
 
+    def select(self, idx: torch.Tensor) -> TwoLayerReLU:
+        """A new ensemble of the copies ``idx`` (their current weights, init and top layer)."""
+        sub = TwoLayerReLU(self.weight.detach()[idx], self.top[idx],
+                           self.bias.detach()[idx] if self.bias is not None else None, self.top_bias[idx])
+        sub.weight0 = self.weight0[idx]
+        if self.bias0 is not None:
+            sub.bias0 = self.bias0[idx]
+        return sub
+
+    @torch.no_grad()
+    def put(self, idx: torch.Tensor, sub: TwoLayerReLU) -> None:
+        """Write the trainable weights of ``sub`` (from :meth:`select`) back into copies ``idx``."""
+        self.weight[idx] = sub.weight
+        if self.bias is not None:
+            self.bias[idx] = sub.bias
+
     @property
     def E(self) -> int:
         return self.weight.shape[0]
