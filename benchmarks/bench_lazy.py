@@ -10,6 +10,14 @@
 Both sides run the same training code on the same data, so the networks agree (up to float
 rounding) and so must the flipping steps (within the scan's 0.001). Run:
 ``python benchmarks/bench_lazy.py [--preset quick]``.
+
+``--authors`` instead compares ``run_points`` of ``lazy-attack`` with a plain PyTorch
+transcription of the authors' loop on their protocol (Seed 001, §5.1: raw pixels, biases,
+lr 0.1, at most 1000 epochs, C0 = 10, m = 1000, sizes 5…28, 3 seeds): per seed an
+``nn.Linear`` network, ``torch.optim.SGD``, a reshuffle per epoch, the ball checked after each
+epoch (the last weights inside it kept), then the 0.001-step line search along
+``−sign(f)∇f/‖∇f‖``, batched over the test points. Both start from the same initial weights
+and the same shuffles, so the numbers agree up to float rounding. ``--sizes`` picks a subset.
 """
 
 from __future__ import annotations
@@ -84,11 +92,110 @@ def authors_point(cfg, sample_loop: int = 0) -> tuple[float, float]:
     return float(t.nanmean()), loop_s
 
 
+class AuthorsNet(torch.nn.Module):
+    """The authors' network: ``f(x) = a·ReLU(Wx + b)/√m + c`` with ``a``, ``c`` fixed."""
+
+    def __init__(self, w: torch.Tensor, b: torch.Tensor, a: torch.Tensor, c: torch.Tensor):
+        super().__init__()
+        self.fc = torch.nn.Linear(w.shape[1], w.shape[0])
+        with torch.no_grad():
+            self.fc.weight.copy_(w)
+            self.fc.bias.copy_(b)
+        self.register_buffer("a", a.clone())
+        self.register_buffer("c", c.clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x)) @ self.a / math.sqrt(self.a.numel()) + self.c
+
+    def input_grad(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            (g,) = torch.autograd.grad(self(x).sum(), x)
+        return g
+
+
+def authors_seed(cfg, data) -> dict:
+    """One seed of the authors' protocol, plain PyTorch: train, then the 0.001 line search."""
+    init = build_model([cfg], data.d, torch.device("cpu"))  # the same initial weights as ours
+    net = AuthorsNet(init.weight[0].detach(), init.bias[0].detach(), init.top[0], init.top_bias[0])
+    w0, b0 = net.fc.weight.detach().clone(), net.fc.bias.detach().clone()
+    r = radius_of(cfg)
+    opt = torch.optim.SGD(net.parameters(), lr=cfg.lr)
+    gen = make_generator(cfg.seed, "lazy-order")  # the same shuffles as ours
+    x, y = data.x_train, data.y_train
+    epochs, left = 0, False
+    t0 = time.perf_counter()
+    for _ in range(cfg.epochs):
+        saved = [p.detach().clone() for p in net.parameters()]
+        perm = torch.randperm(len(y), generator=gen)
+        for i in range(0, len(y), cfg.batch_size):
+            idx = perm[i:i + cfg.batch_size]
+            loss = torch.nn.functional.softplus(-y[idx] * net(x[idx])).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            dist = ((net.fc.weight - w0).pow(2).sum(1) + (net.fc.bias - b0).pow(2)).sqrt()
+            if (dist > r * (1 + 1e-5)).any():
+                for p, s_ in zip(net.parameters(), saved):
+                    p.copy_(s_)
+                left = True
+                break
+        epochs += 1
+    t_train = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    net.eval()
+    t = scan_batched(net, data.x_test, data.y_test, cap=50.0)
+    return {"delta": float(t.nanmean()), "epochs": epochs, "left": left,
+            "train_s": t_train, "scan_s": time.perf_counter() - t0}
+
+
+def authors_main(sizes: list[int], n_seeds: int, epochs: int, m: int) -> None:
+    study = get_study("lazy-attack")
+    base = study.config(lr=0.1, epochs=epochs, C0=10.0, m=m, sphere=False, bias=True)
+    print(f"lazy-attack, the authors' protocol: raw pixels, biases, lr 0.1, <= {epochs} epochs, C0 10, "
+          f"m {m}, sizes {sizes}, {n_seeds} seeds; 1 thread; load {os.getloadavg()[0]:.2f}")
+    tot_ours = tot_theirs = 0.0
+    worst = 0.0
+    same_epochs = n_runs = 0
+    for size in sizes:
+        cfgs = [base.replace(size=size, seed=s) for s in range(n_seeds)]
+        data = load_data(cfgs[0])  # loaded before either side is timed
+        t0 = time.perf_counter()
+        rows = [r[0] for r in study.run_points(cfgs, "cpu")]
+        t_ours = time.perf_counter() - t0
+        theirs = [authors_seed(c, data) for c in cfgs]
+        t_theirs = sum(a["train_s"] + a["scan_s"] for a in theirs)
+        tot_ours, tot_theirs = tot_ours + t_ours, tot_theirs + t_theirs
+        for r, a in zip(rows, theirs):
+            worst = max(worst, abs(r["delta"] - a["delta"]))
+            same_epochs += int(r["epochs_run"] == a["epochs"])
+            n_runs += 1
+        print(f"  size {size:2d} (d={data.d:3d}): robustlab {t_ours:7.1f} s | authors {t_theirs:7.1f} s "
+              f"(train {sum(a['train_s'] for a in theirs):.1f} + scan {sum(a['scan_s'] for a in theirs):.1f})"
+              f" -> {t_theirs / t_ours:5.2f}x | epochs ours {[r['epochs_run'] for r in rows]} "
+              f"theirs {[a['epochs'] for a in theirs]} | mean ‖δ‖ ours "
+              f"{[round(r['delta'], 4) for r in rows]} theirs {[round(a['delta'], 4) for a in theirs]}",
+              flush=True)
+    print(f"total: robustlab {tot_ours:.1f} s, authors' loop {tot_theirs:.1f} s -> ratio "
+          f"{tot_theirs / tot_ours:.2f}x (load now {os.getloadavg()[0]:.2f})")
+    print(f"agreement: same stopping epoch in {same_epochs}/{n_runs} runs; max |mean ‖δ‖ ours − theirs| = "
+          f"{worst:.4f} (their scan resolution {STEP})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="quick")
+    ap.add_argument("--authors", action="store_true", help="the authors' protocol vs their plain loop")
+    ap.add_argument("--sizes", default="5,7,10,14,20,28", help="--authors: image sizes")
+    ap.add_argument("--seeds", type=int, default=3, help="--authors: seeds")
+    ap.add_argument("--epochs", type=int, default=1000, help="--authors: epoch cap")
+    ap.add_argument("--m", type=int, default=1000, help="--authors: width")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.authors:
+        authors_main([int(v) for v in args.sizes.split(",")], args.seeds, args.epochs, args.m)
+        return
     study = get_study("lazy-attack")
     p = plan(study, preset=args.preset)
     groups = group_points(p.points, True, study.max_ensemble)

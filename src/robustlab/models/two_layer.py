@@ -119,7 +119,9 @@ class TwoLayerReLU(nn.Module):
 
 def neuron_offsets(model: TwoLayerReLU) -> torch.Tensor:
     """``‖θ_s − θ_s(0)‖₂`` per neuron, θ_s = (w_s, b_s): (E, m)."""
-    sq = (model.weight - model.weight0).pow(2).sum(-1)
+    # (contiguous first: a training loop may hold the weight transposed in memory, and the
+    # sum's bits depend on the layout)
+    sq = (model.weight.contiguous() - model.weight0).pow(2).sum(-1)
     if model.bias is not None:
         sq = sq + (model.bias - model.bias0).pow(2)
     return sq.sqrt()

@@ -113,6 +113,19 @@ def _epoch_scores(model: TwoLayerReLU, xp: torch.Tensor, yp: torch.Tensor,
     return tot_loss, tot_acc
 
 
+def _trainable(model: TwoLayerReLU, members: torch.Tensor) -> TwoLayerReLU:
+    """The copies ``members`` as a model to train, its weight held as (E, d, m) in memory.
+
+    Autograd returns the weight gradient of ``einsum("end,emd->enm")`` transposed, (E, d, m)
+    in memory; with the weight laid out the same way, the in-place update streams through
+    both instead of transposing on the fly (5× faster at m = 1000, d = 784). The products
+    and hence the bits are the same in either layout (the reference test checks it).
+    """
+    sub = model.select(members)
+    sub.weight = torch.nn.Parameter(sub.weight.detach().mT.contiguous().mT)
+    return sub
+
+
 def _per_copy(radius: float | torch.Tensor, rows: torch.Tensor) -> float | torch.Tensor:
     return radius[rows] if isinstance(radius, torch.Tensor) and radius.ndim else radius
 
@@ -156,7 +169,7 @@ def train_lazy_sgd(
     history: list[dict[str, torch.Tensor]] = []
     live = torch.arange(E, device=dev)  # the copies still training
     members, running = live, torch.ones(E, dtype=torch.bool, device=dev)  # the batch; who trains
-    sub, rows = model, None  # rows: where the members sit in the full ensemble (None: all, in order)
+    sub, rows = _trainable(model, members), None  # rows: the members' places in the full ensemble
     order = None
     for _ in range(max_epochs):
         if live.numel() == 0:
@@ -206,13 +219,11 @@ def train_lazy_sgd(
             full_loss[live], full_acc[live] = tot_loss[was_running] / N, tot_acc[was_running] / N
         history.append({"train_loss": full_loss, "train_acc": full_acc, "active": was_active})
         if not torch.equal(running, was_running):  # compact: the stopped copies leave the batch
-            if sub is not model:
-                model.put(live, sub.select(was_running.nonzero().squeeze(1)))
+            model.put(live, sub.select(was_running.nonzero().squeeze(1)))
             live = members[running]
             members, running = _batch_of(live, E)
-            sub, rows = model.select(members), members
-    if sub is not model:
-        model.put(live, sub.select(running.nonzero().squeeze(1)))
+            sub, rows = _trainable(model, members), members
+    model.put(live, sub.select(running.nonzero().squeeze(1)))
     if history and not history[-1]["active"].all():
         # the copies that had stopped before the last epoch: their final networks over its
         # batches, all copies in one pass (the full layout, as the full loop scored them)
