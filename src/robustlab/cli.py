@@ -47,6 +47,9 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true", help="re-run points recorded as failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the number of points and an estimated wall time (from timing a few "
+                        "of them in a temporary directory); write nothing")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,6 +117,34 @@ def _sweep_options(args: argparse.Namespace):
                         retry_failed=args.retry_failed)
 
 
+def _fmt_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _dry_run(plans: list, options, what: str) -> int:
+    """--dry-run: points, groups and an estimated wall time per study; nothing written."""
+    from .studies.base import estimate
+
+    print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
+          "temporary directory; nothing is written", file=sys.stderr, flush=True)
+    print(f"{'study':<18}{'points':>8}{'groups':>8}{'sampled':>9}{'sample time':>13}{'estimate':>11}")
+    total = 0.0
+    for p in plans:
+        e = estimate(p, options)
+        total += e["estimate_seconds"]
+        note = f"  ({e['sample_failed']} sampled points failed)" if e["sample_failed"] else ""
+        print(f"{e['study']:<18}{e['points']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
+              f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
+              flush=True)
+    print(f"estimated wall time: {_fmt_seconds(total)} (sampled groups' mean time x groups / parallel "
+          "workers; points whose cost varies along the grid make it rough)")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from .studies import REGISTRY, get_study
 
@@ -156,6 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     p = plan(study, preset=args.preset, sets=sets, grids=args.grids,
              seed=args.seed, n_seeds=args.seeds)
     options = _sweep_options(args)
+    if args.dry_run:
+        return _dry_run([p], options, f"robustlab run {study.name}")
     out = args.out or _default_out(study.name)
     if args.resume and not (out / "manifest.json").exists():
         raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
@@ -185,6 +218,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if not only:
             raise UserError(f"--only {args.only!r} is not allowed: name at least one study")
     options = _sweep_options(args)
+    if args.dry_run:
+        from .studies.base import plan
+        from .studies.reproduce import resolve_studies
+
+        plans = [plan(s, preset=args.preset, seed=args.seed) for s in resolve_studies(only)]
+        return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}")
     prepare(options)  # an unreachable --ray-address fails before the directory is made
     out = args.out or _default_out("reproduce")
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,

@@ -20,7 +20,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import shutil
+import tempfile
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,7 +36,7 @@ from ..config import Config, ConfigError, UserError, apply_overrides, config_has
 from ..report import html as report_html
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
-from ..sweep.runner import SweepOptions, run_sweep
+from ..sweep.runner import SweepOptions, group_points, run_sweep
 from ..sweep.store import Store
 
 __all__ = ["Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "execute",
@@ -228,6 +231,38 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
     return finalize(out, study)
+
+
+def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3) -> dict[str, Any]:
+    """Estimate a planned run's wall time without writing anything where the run would go.
+
+    Runs ``samples`` groups of points (seeds trained together count as one group, exactly as
+    the run forms them), spread evenly over the grid, through the same sweep code into a
+    store in a temporary directory that is deleted afterwards; the mean time of a group,
+    times the number of groups, over the workers that can run them at once, is the estimate.
+    It is rough where the cost of a point varies along the grid (sizes, widths, epochs that
+    stop early): evenly spread samples see some of that spread, not all of it.
+    """
+    study = plan_.study
+    groups = group_points(plan_.points, study.ensemble, study.max_ensemble)
+    k = max(1, min(samples, len(groups)))
+    picked = [groups[round(i * (len(groups) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else groups[:1]
+    sample = [p for g in picked for p in g]
+    one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp, \
+            Store(Path(tmp) / "store.sqlite") as store:
+        stats = run_sweep(sample, study.run_points, store, one, ensemble=study.ensemble,
+                          max_group=study.max_ensemble, label=f"{study.name} (dry run)")
+        failed = len(store.failures())
+    seconds = time.perf_counter() - t0
+    parallel = min(len(groups), options.workers if options.backend == "local" else
+                   max(1, (os.cpu_count() or 1) // options.threads))
+    per_group = seconds / max(1, stats["groups"])
+    return {"study": study.name, "points": len(plan_.points), "groups": len(groups),
+            "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
+            "sample_failed": failed, "parallel": parallel,
+            "estimate_seconds": per_group * len(groups) / parallel}
 
 
 def load(out: str | Path) -> pd.DataFrame:
