@@ -10,6 +10,7 @@ The loss is logistic, ``ℓ(f, y) = log(1 + exp(−y f)) = softplus(−y f)``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 
@@ -66,19 +67,18 @@ def _sgd_step(params: list[torch.Tensor], grads: Sequence[torch.Tensor], lr: flo
         p.sub_(g)
 
 
-def _batch_of(live: torch.Tensor, E: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The copies to put in the batch for the copies ``live``, and which of them are live.
+def _lone_scores(model: TwoLayerReLU, x: torch.Tensor) -> torch.Tensor:
+    """``model(x)`` for a single copy (E = 1) with the bits it has inside a larger ensemble.
 
     Torch multiplies a lone matrix by a vector with another kernel than a batch of them
     (``einsum("enm,em->en")`` at E = 1 is a gemv, not a batched gemm), and the low bits
-    differ. So a single live copy takes a frozen passenger (a stopped copy, masked out and
-    never written back), and every live copy sees the kernels of the full batch.
+    differ; the big products ``⟨w_s, x⟩`` do not. So only the cheap top-layer contraction is
+    padded with a zero copy, to run as the batched kernel.
     """
-    if live.numel() != 1 or E < 2:
-        return live, torch.ones(live.numel(), dtype=torch.bool, device=live.device)
-    other = 1 if int(live[0]) == 0 else 0
-    members = torch.stack([live[0], torch.as_tensor(other, device=live.device)])
-    return members, torch.tensor([True, False], device=live.device)
+    act = torch.relu(model.preactivation(x))  # (1, B, m)
+    act2 = torch.cat([act, torch.zeros_like(act)])
+    top2 = torch.cat([model.top, torch.zeros_like(model.top)])
+    return torch.einsum("enm,em->en", act2, top2)[:1] / math.sqrt(model.m) + model.top_bias[:, None]
 
 
 def _mean_loss(out: torch.Tensor, yb: torch.Tensor, rows: torch.Tensor | None, E: int) -> torch.Tensor:
@@ -152,7 +152,7 @@ def train_lazy_sgd(
     Stopped copies leave the batch at the end of their epoch (the ensemble is compacted), so
     the copies still running do not pay for them. Every copy's generator still draws one
     permutation per epoch, and a copy's arithmetic does not depend on which others share
-    the batch (see :func:`_batch_of`, :func:`_mean_loss`), so the networks are bit for bit
+    the batch (see :func:`_lone_scores`, :func:`_mean_loss`), so the networks are bit for bit
     those of the loop that computed every copy to the end. History: a copy not training
     during an epoch has NaN loss and accuracy there, except in the last entry, which scores
     every copy's final network over that epoch's batches.
@@ -168,25 +168,25 @@ def train_lazy_sgd(
     epochs = torch.zeros(E, device=dev)
     history: list[dict[str, torch.Tensor]] = []
     live = torch.arange(E, device=dev)  # the copies still training
-    members, running = live, torch.ones(E, dtype=torch.bool, device=dev)  # the batch; who trains
-    sub, rows = _trainable(model, members), None  # rows: the members' places in the full ensemble
+    running = torch.ones(E, dtype=torch.bool, device=dev)  # in the batch: still in this epoch
+    sub, rows = _trainable(model, live), None  # rows: the live copies' places in the full ensemble
+    forward = sub
     order = None
     for _ in range(max_epochs):
         if live.numel() == 0:
             break
         params = [p for p in (sub.weight, sub.bias) if p is not None]
-        r = _per_copy(radius, members)
+        r = _per_copy(radius, live)
         order = _orders(generators, N, dev)  # (E, N): every generator draws, stopped or not
-        xp, yp = x[order[members]], y[order[members]]  # (E', N, d), (E', N): one gather per epoch
+        xp, yp = x[order[live]], y[order[live]]  # (E', N, d), (E', N): one gather per epoch
         saved = [p.detach().clone() for p in params]
-        tot_loss = torch.zeros(members.numel(), device=dev)
-        tot_acc = torch.zeros(members.numel(), device=dev)
+        tot_loss = torch.zeros(live.numel(), device=dev)
+        tot_acc = torch.zeros(live.numel(), device=dev)
         was_active = active.clone()
-        was_running = running.clone()
-        mask = None if running.all() else running.float()  # a passenger stays frozen
+        mask = None
         for i in range(0, N, batch_size):
             xb, yb = xp[:, i:i + batch_size], yp[:, i:i + batch_size]  # views, no copy
-            out = sub(xb)  # (E', B)
+            out = forward(xb)  # (E', B)
             loss = _mean_loss(out, yb, rows, E)  # (E',)
             _check_finite(loss, "lazy SGD")
             grads = torch.autograd.grad(loss.sum(), params)  # copies are independent: sum is fine
@@ -201,7 +201,7 @@ def train_lazy_sgd(
                     if out_now.any():
                         for p, s_ in zip(params, saved):
                             p[out_now] = s_[out_now]
-                        epochs[members[out_now]] += i / N  # the fraction of this epoch it kept
+                        epochs[live[out_now]] += i / N  # the fraction of this epoch it kept
                         running &= ~out_now
                         mask = running.float()  # frozen for the rest of the epoch
         with torch.no_grad():
@@ -210,20 +210,21 @@ def train_lazy_sgd(
                 for p, s_ in zip(params, saved):
                     p[out_now] = s_[out_now]
                 running &= ~out_now
-            gone = members[was_running & ~running]
+            gone = live[~running]
             active[gone] = False
             stopped[gone] = True
             epochs[active] += 1
             full_loss = torch.full((E,), math.nan, device=dev)
             full_acc = torch.full((E,), math.nan, device=dev)
-            full_loss[live], full_acc[live] = tot_loss[was_running] / N, tot_acc[was_running] / N
+            full_loss[live], full_acc[live] = tot_loss / N, tot_acc / N
         history.append({"train_loss": full_loss, "train_acc": full_acc, "active": was_active})
-        if not torch.equal(running, was_running):  # compact: the stopped copies leave the batch
-            model.put(live, sub.select(was_running.nonzero().squeeze(1)))
-            live = members[running]
-            members, running = _batch_of(live, E)
-            sub, rows = _trainable(model, members), members
-    model.put(live, sub.select(running.nonzero().squeeze(1)))
+        if not running.all():  # compact: the stopped copies leave the batch
+            model.put(live, sub)
+            live = live[running]
+            running = running[running]
+            sub, rows = _trainable(model, live), live
+            forward = functools.partial(_lone_scores, sub) if live.numel() == 1 < E else sub
+    model.put(live, sub)
     if history and not history[-1]["active"].all():
         # the copies that had stopped before the last epoch: their final networks over its
         # batches, all copies in one pass (the full layout, as the full loop scored them)
