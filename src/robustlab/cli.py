@@ -134,7 +134,7 @@ def _dry_run(plans: list, options, what: str) -> int:
     print(f"{'study':<18}{'points':>8}{'groups':>8}{'sampled':>9}{'sample time':>13}{'estimate':>11}")
     total = 0.0
     for p in plans:
-        e = estimate(p, options)
+        e = estimate(p, options, say=lambda m: print(m, file=sys.stderr, flush=True))
         total += e["estimate_seconds"]
         note = f"  ({e['sample_failed']} sampled points failed)" if e["sample_failed"] else ""
         print(f"{e['study']:<18}{e['points']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"

@@ -233,7 +233,8 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     return finalize(out, study)
 
 
-def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3) -> dict[str, Any]:
+def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
+             say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Estimate a planned run's wall time without writing anything where the run would go.
 
     Runs ``samples`` groups of points (seeds trained together count as one group, exactly as
@@ -249,16 +250,21 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3) -> dict[st
     picked = [groups[round(i * (len(groups) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else groups[:1]
     sample = [p for g in picked for p in g]
     one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
-    t0 = time.perf_counter()
+    seconds = 0.0
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp, \
             Store(Path(tmp) / "store.sqlite") as store:
-        stats = run_sweep(sample, study.run_points, store, one, ensemble=study.ensemble,
-                          max_group=study.max_ensemble, label=f"{study.name} (dry run)")
+        for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
+            t0 = time.perf_counter()
+            run_sweep(g, study.run_points, store, one, ensemble=study.ensemble,
+                      max_group=study.max_ensemble, label=f"{study.name} (dry run)")
+            seconds += time.perf_counter() - t0
+            if say is not None:
+                say(f"{study.name}: sampled group {i}/{len(picked)} ({len(g)} points) in "
+                    f"{time.perf_counter() - t0:.1f} s")
         failed = len(store.failures())
-    seconds = time.perf_counter() - t0
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
-    per_group = seconds / max(1, stats["groups"])
+    per_group = seconds / len(picked)
     return {"study": study.name, "points": len(plan_.points), "groups": len(groups),
             "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
             "sample_failed": failed, "parallel": parallel,
