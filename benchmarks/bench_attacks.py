@@ -13,6 +13,8 @@ Run: ``python benchmarks/bench_attacks.py`` (CPU, one thread, about a minute). T
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import torch
@@ -85,6 +87,47 @@ def bench_pgd() -> None:
     ta_t = times["torchattacks PGD x4 restarts (loop)"]
     for name in fns:
         print(f"  {name:<42}{len(xb) / times[name]:>11.0f}{ta_t / times[name]:>7.2f}x")
+
+
+class SmallCNN(nn.Module):
+    """A small CNN on 8x8 digits: conv 1->16 (3x3), ReLU, conv 16->32 (3x3, stride 2), ReLU, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU(), nn.Flatten(),
+                                 nn.Linear(32 * 16, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def bench_pgd_overhead(threads: int = 2, rounds: int = 7) -> None:
+    """Issue 14's setting: small models, where per-step overhead (not the matmuls) decides."""
+    import torchattacks
+
+    x, y = digits()
+    xb, yb, eps, steps = x[:512], y[:512], 0.1, 20
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    print(f"\n[0] l-inf PGD at equal work, {len(xb)} digits, {steps} steps, eps={eps}, step eps/4, "
+          f"{threads} threads, best of {rounds} interleaved (load {os.getloadavg()[0]:.2f})")
+    print(f"{'model':<22}{'torchattacks ms':>16}{'robustlab ms':>14}{'ratio':>8}{'TA rob.acc':>12}{'rl rob.acc':>12}")
+    for name, make in (("MLP 64-128-10", lambda: nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))),
+                       ("small CNN", SmallCNN)):
+        torch.manual_seed(0)
+        model = train(make(), x[:1200], y[:1200], nn.functional.cross_entropy)
+        fns = {
+            "ta": lambda model=model: torchattacks.PGD(model, eps=eps, alpha=eps / 4, steps=steps,
+                                                       random_start=False)(xb, yb),
+            "rl": lambda model=model: PGD(Linf(eps), steps=steps, step_size=eps / 4)(model, xb, yb),
+        }
+        for clock, label in ((time.perf_counter, "wall"), (time.process_time, "cpu")):
+            t = best_times(fns, rounds=rounds, clock=clock)
+            print(f"{name + ' (' + label + ')':<22}{t['ta'] * 1e3:>16.2f}{t['rl'] * 1e3:>14.2f}"
+                  f"{t['ta'] / t['rl']:>7.2f}x{accuracy(model, fns['ta'](), yb):>12.3f}"
+                  f"{accuracy(model, fns['rl'](), yb):>12.3f}")
+    torch.set_num_threads(old)
 
 
 def reference_scan(model, x, step=1e-3, cap=2.0):
@@ -170,6 +213,10 @@ def bench_pgd_l2() -> None:
 if __name__ == "__main__":
     torch.set_num_threads(1)
     t0 = time.perf_counter()
+    for n in (2, 1):  # the issue's 2 threads (wall time is what users see), then 1 (CPU time is load-robust)
+        bench_pgd_overhead(threads=n)
+    if "--overhead-only" in sys.argv:
+        sys.exit(0)
     bench_pgd()
     bench_min_flip()
     bench_stability()

@@ -93,3 +93,25 @@ def test_data_dir_flag_is_checked(tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2
     assert "no such directory" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_dry_run_counts_points_estimates_time_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default --out (runs/...) would land here
+    out = tmp_path / "never"
+    assert main(["run", "smoke", "--grid", "lr=0.1,0.5", "--seeds", "2", "--dry-run", "--out", str(out)]) == 0
+    got = capsys.readouterr()
+    assert "nothing is written" in got.err
+    row = next(line.split() for line in got.out.splitlines() if line.startswith("smoke"))
+    assert row[:4] == ["smoke", "4", "2", "2"]  # 4 points, 2 groups (seeds train together), both sampled
+    assert "estimated wall time:" in got.out
+    assert list(tmp_path.iterdir()) == []  # no --out, no runs/
+
+    assert main(["reproduce", "--only", "smoke", "--dry-run", "--out", str(out)]) == 0
+    got = capsys.readouterr()
+    assert any(line.startswith("smoke") for line in got.out.splitlines()) and "estimated wall time:" in got.out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_dry_run_still_refuses_bad_input(tmp_path, capsys):
+    assert main(["run", "smoke", "--set", "lr=-1", "--dry-run", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.startswith("robustlab: error: ")

@@ -39,7 +39,7 @@ def test_pool_and_in_process_runs_are_byte_identical(tmp_path):
     old = torch.get_num_threads()
     torch.set_num_threads(2)  # the driver's own setting must not leak into the points
     try:
-        assert run_cli(*SMOKE, "--out", a) == 0
+        assert run_cli(*SMOKE, "--out", a, "--workers", "1") == 0
     finally:
         torch.set_num_threads(old)
     assert run_cli(*SMOKE, "--out", b, "--workers", "2") == 0
@@ -47,6 +47,25 @@ def test_pool_and_in_process_runs_are_byte_identical(tmp_path):
     assert table(a) == table(b) and len(table(a)) == 6
     man = records.read_json(b / "manifest.json")
     assert man["workers"] == 2 and man["threads"] == 1 and man["sweep"]["groups"] == 2
+
+
+def test_default_workers_fill_the_machine_and_keep_the_bits(tmp_path, capsys, monkeypatch):
+    """No --workers: cores // threads processes (said on stderr); results as with one."""
+    from robustlab import cli
+
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 5)
+    assert cli.default_workers(1) == 5 and cli.default_workers(2) == 2 and cli.default_workers(8) == 1
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: None)  # unknown: one
+    assert cli.default_workers(1) == 1
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 3)
+    one, dflt = tmp_path / "one", tmp_path / "default"
+    assert run_cli(*SMOKE, "--out", one, "--workers", "1") == 0
+    capsys.readouterr()
+    assert run_cli(*[a for a in SMOKE if a != "--quiet"], "--out", dflt) == 0
+    err = capsys.readouterr().err
+    assert "robustlab run smoke: 6 points, local backend: 3 workers x 1 thread" in err, err
+    assert records.read_json(dflt / "manifest.json")["workers"] == 3
+    assert (one / "results.jsonl").read_bytes() == (dflt / "results.jsonl").read_bytes()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 from . import records
 from .config import ConfigError, UserError
 
-__all__ = ["Run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
+__all__ = ["Run", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
            "grid_args"]
 
 
@@ -104,17 +104,13 @@ def grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
     return list(grid)
 
 
-def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, Any] | None = None,
-              grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
-              seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
-              resume: bool = False, progress_label: str | None = None,
-              record: Mapping[str, Any] | None = None, **execute_kw: Any) -> Run:
-    """Plan and execute one study into ``out``; everything is validated before it is created.
-
-    ``execute_kw`` go to :func:`robustlab.studies.base.execute` unchanged.
-    """
+def prepare_run(study: str, *, preset: str = "quick", sets: Mapping[str, Any] | None = None,
+                grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
+                seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
+                resume: bool = False):
+    """Resolve and plan one study (everything validated, nothing written): ``(plan, out)``."""
     from .studies import get_study
-    from .studies.base import execute, plan
+    from .studies.base import plan
 
     st = get_study(study)
     sets = {k: value_text(k, v) for k, v in (sets or {}).items()}
@@ -129,8 +125,25 @@ def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, 
     out = Path(out) if out is not None else default_out(st.name)
     if resume and not (out / "manifest.json").exists():
         raise UserError(f"--resume needs an existing run in --out; {str(out)!r} holds none")
-    summary = execute(p, out, options, progress_label=progress_label, record=record, **execute_kw)
-    return Run(out, summary)
+    return p, out
+
+
+def execute_run(p, out: Path, options, **execute_kw: Any) -> Run:
+    """Execute a planned study into ``out``; ``execute_kw`` go to
+    :func:`robustlab.studies.base.execute` unchanged."""
+    from .studies.base import execute
+
+    return Run(Path(out), execute(p, Path(out), options, **execute_kw))
+
+
+def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, Any] | None = None,
+              grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
+              seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
+              resume: bool = False, **execute_kw: Any) -> Run:
+    """Plan and execute one study into ``out``; everything is validated before it is created."""
+    p, out = prepare_run(study, preset=preset, sets=sets, grids=grids, seed=seed, seeds=seeds, out=out,
+                         data_dir=data_dir, resume=resume)
+    return execute_run(p, out, options, **execute_kw)
 
 
 def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = None,

@@ -43,13 +43,17 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/NAME-TIME)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--backend", default="local", help="local (default) or ray")
-    p.add_argument("--workers", type=int, default=1, help="local backend: parallel processes")
+    p.add_argument("--workers", type=int, default=None,
+                   help="local backend: parallel processes (default: CPU cores // --threads)")
     p.add_argument("--threads", type=int, default=1,
                    help="CPU threads of each point, on every backend (default 1; results depend on it)")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
     p.add_argument("--retry-failed", action="store_true", help="re-run points recorded as failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the number of points and an estimated wall time (from timing a few "
+                        "of them in a temporary directory); write nothing")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,16 +108,64 @@ def _default_out(name: str) -> Path:
     return Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
+def default_workers(threads: int) -> int:
+    """Worker processes that fill the machine: its cores divided by each point's threads."""
+    return max(1, (os.cpu_count() or 1) // max(1, threads))
+
+
+def _resolve_workers(args: argparse.Namespace) -> None:
+    """Fill in the default --workers: the whole machine."""
+    if args.workers is None:
+        args.workers = default_workers(args.threads)
+
+
+def workers_line(options) -> str:
+    """One line saying how the points run, e.g. ``local backend: 2 workers x 1 thread``."""
+    if options.backend != "local":
+        return f"{options.backend} backend: {options.threads} thread{'s' if options.threads != 1 else ''} per task"
+    return (f"local backend: {options.workers} worker{'s' if options.workers != 1 else ''} x "
+            f"{options.threads} thread{'s' if options.threads != 1 else ''}")
+
+
 def _sweep_options(args: argparse.Namespace):
     from .sweep.runner import SweepOptions
     from .utils import resolve_device
 
+    _resolve_workers(args)
     resolve_device(args.device)  # validate now, before anything is written
     if args.ray_address and args.backend != "ray":
         raise UserError("--ray-address is not allowed without --backend ray")
     return SweepOptions(backend=args.backend, workers=args.workers, device=args.device,
                         ray_address=args.ray_address, quiet=args.quiet, threads=args.threads,
                         retry_failed=args.retry_failed)
+
+
+def _fmt_seconds(s: float) -> str:
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def _dry_run(plans: list, options, what: str) -> int:
+    """--dry-run: points, groups and an estimated wall time per study; nothing written."""
+    from .studies.base import estimate
+
+    print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
+          "temporary directory; nothing is written", file=sys.stderr, flush=True)
+    print(f"{'study':<18}{'points':>8}{'groups':>8}{'sampled':>9}{'sample time':>13}{'estimate':>11}")
+    total = 0.0
+    for p in plans:
+        e = estimate(p, options, say=lambda m: print(m, file=sys.stderr, flush=True))
+        total += e["estimate_seconds"]
+        note = f"  ({e['sample_failed']} sampled points failed)" if e["sample_failed"] else ""
+        print(f"{e['study']:<18}{e['points']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
+              f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
+              flush=True)
+    print(f"estimated wall time: {_fmt_seconds(total)} (sampled groups' mean time x groups / parallel "
+          "workers; points whose cost varies along the grid make it rough)")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -141,6 +193,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _early_workers(args: argparse.Namespace) -> None:
     """With --workers N, start the workers' fork server before the heavy imports below, so
     that its imports (torch, the studies) run alongside ours."""
+    _resolve_workers(args)
     if args.backend == "local" and args.workers > 1:
         from .sweep.backends import start_fork_server
 
@@ -152,14 +205,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.study is None:
         raise UserError("study is required: a study name, a .py file, or --config EXP.TOML")
     _early_workers(args)
-    from .api import start_run
+    from .api import execute_run, prepare_run
     from .report.html import claim_table_text, strict_failures
 
     options = _sweep_options(args)
+    p, out = prepare_run(args.study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
+                         seed=args.seed, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
+                         resume=args.resume)
+    if args.dry_run:
+        return _dry_run([p], options, f"robustlab run {p.study.name}")
+
+    def started() -> None:
+        if not args.quiet:
+            print(f"robustlab run {p.study.name}: {len(p.points)} points, {workers_line(options)}",
+                  file=sys.stderr, flush=True)
+
     t0 = time.perf_counter()
-    run = start_run(args.study, options=options, preset=args.preset, sets=_kv(args.sets, "--set"),
-                    grids=args.grids, seed=args.seed, seeds=args.seeds, out=args.out,
-                    data_dir=args.data_dir, resume=args.resume, record=_run_file_record(args))
+    run = execute_run(p, out, options, record=_run_file_record(args), started=started)
     summary = run.summary
     print(claim_table_text([summary["section"]]))
     n_fail = len(summary["failures"])
@@ -181,6 +243,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         if not only:
             raise UserError(f"--only {args.only!r} is not allowed: name at least one study")
     options = _sweep_options(args)
+    if args.dry_run:
+        from .studies.base import plan
+        from .studies.reproduce import resolve_studies
+
+        plans = [plan(s, preset=args.preset, seed=args.seed) for s in resolve_studies(only)]
+        return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}")
     prepare(options)  # an unreachable --ray-address fails before the directory is made
     out = args.out or _default_out("reproduce")
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,

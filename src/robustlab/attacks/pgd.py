@@ -50,10 +50,11 @@ def _rank_offset(loss: object, out: torch.Tensor) -> float | None:
 
 
 def _ranked_loss_and_grad(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: object, *, grad: bool, check: bool
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: object, *, grad: bool, check: bool,
+    loss_fn: Callable | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
     """Per row: the rank key, the input gradient (if ``grad``), correctness and the loss."""
-    loss_fn = get_loss(loss)
+    loss_fn = loss_fn or get_loss(loss)
     if grad:
         out, value, g = forward_and_grad(model, x, y, loss_fn, check=check)
     else:
@@ -152,18 +153,20 @@ class PGD(Attack):
             start = start.view(R, N, *x.shape[1:]).transpose(0, 1).reshape(xr.shape)
             x_adv = project(start, box)
         else:
-            x_adv = xr
-        best = x_adv.clone() if self.early_stop else x_adv  # early stop writes into it
+            x_adv = xr.clone()  # the iterate is updated in place below: never the caller's x
+        best = x_adv.clone()  # the worst iterate so far, updated in place
         # one float per row ranks iterates: misclassified first, then by loss
         best_key = torch.full((M,), -math.inf, dtype=x.dtype, device=x.device)
         rows = torch.arange(M, device=x.device) if self.early_stop else None  # rows still attacked
+        loss_fn, step = get_loss(self.loss), self.step_size
         for t in range(self.steps + 1):
             # the last pass only scores the final iterate (no gradient needed)
-            key, g, ok, _ = _ranked_loss_and_grad(model, x_adv, ya, self.loss, grad=t < self.steps, check=t == 0)
+            key, g, ok, _ = _ranked_loss_and_grad(model, x_adv, ya, self.loss, grad=t < self.steps,
+                                                  check=t == 0, loss_fn=loss_fn)
             if rows is None:
                 better = key > best_key
-                best = torch.where(better.view(bshape), x_adv, best)
-                best_key = torch.where(better, key, best_key)
+                torch.where(better.view(bshape), x_adv, best, out=best)
+                torch.where(better, key, best_key, out=best_key)
             else:
                 bk = best_key[rows]
                 better = key > bk
@@ -176,7 +179,11 @@ class PGD(Attack):
                     rows, x_adv, g, ya = rows[keep], x_adv[keep], g[keep], ya[keep]
                     box = tuple(b[keep] for b in box)
             if t < self.steps:
-                x_adv = project(torch.add(x_adv, threat.steepest(g), alpha=self.step_size), box)
+                if linf:  # x ← clamp(x + α·sign(g), lo, hi), in place (g is ours to overwrite)
+                    x_adv.add_(g.sign_(), alpha=step)
+                    torch.clamp(x_adv, box[0], box[1], out=x_adv)
+                else:
+                    x_adv = project(torch.add(x_adv, threat.steepest(g), alpha=step), box)
         if R == 1:
             return best
         idx = best_key.view(N, R).nan_to_num(nan=-math.inf).argmax(1)  # worst restart per sample

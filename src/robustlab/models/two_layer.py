@@ -69,6 +69,22 @@ class TwoLayerReLU(nn.Module):
                    torch.stack(Bs).to(**kw) if bias else None,
                    torch.stack(Cs).to(**kw) if bias else None)
 
+    def select(self, idx: torch.Tensor) -> TwoLayerReLU:
+        """A new ensemble of the copies ``idx`` (their current weights, init and top layer)."""
+        sub = TwoLayerReLU(self.weight.detach()[idx], self.top[idx],
+                           self.bias.detach()[idx] if self.bias is not None else None, self.top_bias[idx])
+        sub.weight0 = self.weight0[idx]
+        if self.bias0 is not None:
+            sub.bias0 = self.bias0[idx]
+        return sub
+
+    @torch.no_grad()
+    def put(self, idx: torch.Tensor, sub: TwoLayerReLU) -> None:
+        """Write the trainable weights of ``sub`` (from :meth:`select`) back into copies ``idx``."""
+        self.weight[idx] = sub.weight
+        if self.bias is not None:
+            self.bias[idx] = sub.bias
+
     @property
     def E(self) -> int:
         return self.weight.shape[0]
@@ -103,7 +119,9 @@ class TwoLayerReLU(nn.Module):
 
 def neuron_offsets(model: TwoLayerReLU) -> torch.Tensor:
     """``‖θ_s − θ_s(0)‖₂`` per neuron, θ_s = (w_s, b_s): (E, m)."""
-    sq = (model.weight - model.weight0).pow(2).sum(-1)
+    # (contiguous first: a training loop may hold the weight transposed in memory, and the
+    # sum's bits depend on the layout)
+    sq = (model.weight.contiguous() - model.weight0).pow(2).sum(-1)
     if model.bias is not None:
         sq = sq + (model.bias - model.bias0).pow(2)
     return sq.sqrt()

@@ -20,7 +20,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import shutil
+import tempfile
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,7 +38,7 @@ from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
 from ..sweep import lock as runlock
-from ..sweep.runner import SweepOptions, run_sweep
+from ..sweep.runner import SweepOptions, group_points, run_sweep
 from ..sweep.store import Store
 
 __all__ = ["check_run_dir", "Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
@@ -254,8 +257,11 @@ def check_run_dir(out: Path) -> None:
 
 
 def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
-            record: Mapping[str, Any] | None = None) -> dict:
-    """Run a planned study into ``out`` (created only now), then finalize. Returns summary."""
+            record: Mapping[str, Any] | None = None, started: Callable[[], None] | None = None) -> dict:
+    """Run a planned study into ``out`` (created only now), then finalize. Returns summary.
+
+    ``started`` is called once the run is checked and its manifest written, before any point
+    runs (the CLI says there how many workers it uses: an input error stays one line)."""
     out = Path(out)
     fresh = not out.exists()
     _check_out(plan_, out, options)  # before anything is written
@@ -265,7 +271,7 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
         # one writer per run directory: a second one stops here, having written nothing
         with runlock.writer(out):
             _check_out(plan_, out, options)  # again, now that nobody else writes it
-            return _execute_locked(plan_, out, options, fresh, progress_label, record)
+            return _execute_locked(plan_, out, options, fresh, progress_label, record, started)
     except runlock.LockedError:
         raise
     except BaseException:
@@ -294,7 +300,8 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
 
 
 def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
-                    progress_label: str | None, record: Mapping[str, Any] | None) -> dict:
+                    progress_label: str | None, record: Mapping[str, Any] | None,
+                    started: Callable[[], None] | None) -> dict:
     study = plan_.study
     manifest_path = out / "manifest.json"
     try:
@@ -330,6 +337,8 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
         if fresh:
             shutil.rmtree(out, ignore_errors=True)
         raise
+    if started is not None:
+        started()
     try:
         with Store(out / "store.sqlite") as store:
             stats = run_sweep(plan_.points, study.run_points, store, options,
@@ -345,6 +354,44 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
     manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
     return finalize(out, study)
+
+
+def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
+             say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Estimate a planned run's wall time without writing anything where the run would go.
+
+    Runs ``samples`` groups of points (seeds trained together count as one group, exactly as
+    the run forms them), spread evenly over the grid, through the same sweep code into a
+    store in a temporary directory that is deleted afterwards; the mean time of a group,
+    times the number of groups, over the workers that can run them at once, is the estimate.
+    It is rough where the cost of a point varies along the grid (sizes, widths, epochs that
+    stop early): evenly spread samples see some of that spread, not all of it.
+    """
+    study = plan_.study
+    groups = group_points(plan_.points, study.ensemble, study.max_ensemble)
+    k = max(1, min(samples, len(groups)))
+    picked = [groups[round(i * (len(groups) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else groups[:1]
+    sample = [p for g in picked for p in g]
+    one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
+    seconds = 0.0
+    with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp, \
+            Store(Path(tmp) / "store.sqlite") as store:
+        for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
+            t0 = time.perf_counter()
+            run_sweep(g, study.run_points, store, one, ensemble=study.ensemble,
+                      max_group=study.max_ensemble, label=f"{study.name} (dry run)")
+            seconds += time.perf_counter() - t0
+            if say is not None:
+                say(f"{study.name}: sampled group {i}/{len(picked)} ({len(g)} points) in "
+                    f"{time.perf_counter() - t0:.1f} s")
+        failed = len(store.failures())
+    parallel = min(len(groups), options.workers if options.backend == "local" else
+                   max(1, (os.cpu_count() or 1) // options.threads))
+    per_group = seconds / len(picked)
+    return {"study": study.name, "points": len(plan_.points), "groups": len(groups),
+            "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
+            "sample_failed": failed, "parallel": parallel,
+            "estimate_seconds": per_group * len(groups) / parallel}
 
 
 def load(out: str | Path) -> pd.DataFrame:

@@ -67,6 +67,13 @@ def _say(msg: str, quiet: bool) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
+def _workers_text(options: SweepOptions) -> str:
+    t = f"{options.threads} thread{'s' if options.threads != 1 else ''}"
+    if options.backend != "local":
+        return f"{options.backend} backend, {t} per task"
+    return f"{options.workers} worker{'s' if options.workers != 1 else ''} x {t}"
+
+
 def _command(out: Path, preset: str, seed: int | None, names: list[str]) -> str:
     cmd = f"robustlab reproduce --preset {preset} --out {out}"
     if seed is not None:
@@ -189,7 +196,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     t0 = time.perf_counter()
     total_points = sum(len(p.points) for p in plans)
     _say(f"robustlab reproduce (preset {preset}): {len(plans)} stud{'y' if len(plans) == 1 else 'ies'}, "
-         f"{total_points} points -> {out}", quiet)
+         f"{total_points} points, {_workers_text(options)} -> {out}", quiet)
     for i, p in enumerate(plans, 1):
         label = f"[{i}/{len(plans)}] {p.study.name}"
         _say(f"{label}: {len(p.points)} points", quiet)
