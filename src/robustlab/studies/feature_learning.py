@@ -1006,7 +1006,12 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     eps = _rows(df, "final", method="gradient_step", experiment=["eps", "main"])
     if not eps.empty and eps["eps"].nunique() >= 2:
         fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.2))
-        mean_band(axes[0], eps, "eps", "A_minus_B", label="A − B")
+        mean_band(axes[0], eps, "eps", "A_minus_B", label="A − B (±1 std)")
+        ci = [(float(x), stats.mean_estimate(sub["A_minus_B"])) for x, sub in eps.groupby("eps")]
+        ci = [(x, e) for x, e in ci if e.finite]
+        axes[0].errorbar([x for x, _ in ci], [e.value for _, e in ci],
+                         yerr=[[e.value - e.low for _, e in ci], [e.high - e.value for _, e in ci]],
+                         fmt="none", ecolor="k", capsize=3, lw=0.8, label="95% t interval")
         axes[0].axhline(0, color="k", lw=0.8)
         axes[0].axvline(float(eps["beta"].iloc[0]), color="grey", ls=":", label="β")
         axes[0].set_xlabel("training ε")
