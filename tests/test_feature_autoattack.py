@@ -44,8 +44,15 @@ def autoattack_accuracy(net: nn.Module, x, y, eps: float, n_classes: int) -> flo
     return float(ok.float().mean())
 
 
+# Measured (issue 13): the study's evaluation PGD (10 steps, cross-entropy, one random start)
+# reads 0.020–0.036 above APGD-CE + APGD-T on these models (standard: 0.019, 0.022; PGD
+# training: 0.022, 0.036): its robust accuracies are slightly optimistic. The check keeps its
+# 0.02 bound and is marked as a known failure (strict: it is reported when it starts passing).
+KNOWN_GAP = pytest.mark.xfail(strict=True, reason="study PGD within 0.02 of AutoAttack: measured gap up to 0.036")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["standard", "pgd"])
+@pytest.mark.parametrize("method", [pytest.param("standard", marks=KNOWN_GAP), pytest.param("pgd", marks=KNOWN_GAP)])
 def test_pgd_robust_accuracy_matches_autoattack_on_the_quick_digits_models(method):
     torch.manual_seed(0)  # torchattacks draws from the global generator
     cfg = FeatureLearningConfig(experiment="images", method=method, dataset="digits", epochs=6)
