@@ -20,22 +20,26 @@ def test_tiny_run_writes_claims_figures_and_report(tmp_path):
     summary = execute(p, tmp_path / "run", SweepOptions(quiet=True))
     assert not summary["failures"] and not summary["problems"]
     claims = json.loads((tmp_path / "run" / "claims.json").read_text())
-    assert [c["id"][:2] for c in claims] == ["A1", "A2", "A3", "A4", "A5", "A6"]
+    assert [c["id"].split("-")[0] for c in claims] == ["A1", "A2a", "A2b", "A2c", "A2d", "A3a", "A3b", "A4",
+                                                        "A5", "A6"]
     # the eps = 0 run and the standard run share every other setting: exact reproduction
-    assert claims[3]["passed"] and claims[3]["evidence"]["max_abs_diff"] == 0.0
+    assert claims[7]["passed"] and claims[7]["evidence"]["max_abs_diff"] == 0.0
     figs = sorted(f.name for f in (tmp_path / "run" / "figures").iterdir())
     assert figs == ["ab_dynamics.png", "accuracy.png", "crossing_eta.png", "eps_spectrum.png",
-                    "extensions.png", "images.png"]
+                    "every_patch.png", "extensions.png", "images.png"]
     assert (tmp_path / "run" / "report.html").stat().st_size > 1000
 
 
 def test_quick_preset_measurements(tmp_path):
-    """What the quick preset measures (documented in the study's docstring and the report)."""
+    """What the quick preset measures at base seed 0 (issue 13's report; 3 seeds are too few for
+    A2a, A2b, A2d, A3 and A6 to be decided: those are checked on their effects, not verdicts)."""
     summary = execute(plan(STUDY, preset="quick"), tmp_path / "run", SweepOptions(quiet=True))
-    c = {x["id"][:2]: x for x in summary["claims"]}
-    assert c["A1"]["passed"] and c["A1"]["evidence"]["B_over_A"] > 10
-    ev = c["A2"]["evidence"]
-    assert ev["A_mean"] > ev["B_mean"] and ev["feature_attack_acc"] >= 0.9
-    assert ev["pgd_acc"] < 0.1  # the PGD obstruction at Assumption-2.3 scales (see the docstring)
-    assert c["A3"]["evidence"]["two_phases_in_every_run"]
-    assert c["A4"]["passed"] and c["A5"]["passed"] and c["A6"]["passed"]
+    c = {x["id"].split("-")[0]: x for x in summary["claims"]}
+    assert c["A1"]["verdict"] == "reproduced" and c["A1"]["evidence"]["B_over_A"] > 10
+    assert c["A2a"]["effect"] > 0 and c["A2b"]["effect"] >= 0.9
+    # the PGD obstruction at Assumption-2.3 scales: a disagreement with the paper
+    assert c["A2c"]["verdict"] == "contradicted" and c["A2c"]["effect"] < 0.1
+    assert c["A2d"]["effect"] >= 0.9 and c["A2d"]["evidence"]["robust_where_assumption_holds"] == 0.0
+    assert c["A3a"]["evidence"]["regime_counts"]["inactive"] == 9  # η̃ = 0.5, 1.5, 5: the attack never bites
+    assert c["A4"]["verdict"] == "reproduced" and c["A5"]["verdict"] == "reproduced"
+    assert c["A6"]["effect"] > 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -168,8 +169,12 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
 def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test: PatchData,
                     spec: FeatureTrainSpec, *, batch_generator: torch.Generator | None = None,
                     attack_generator: torch.Generator | None = None,
-                    eval_generator: torch.Generator | None = None) -> FeatureHistory:
+                    eval_generator: torch.Generator | None = None,
+                    probe_hook: Callable[[int], None] | None = None) -> FeatureHistory:
     """Train ``model`` (E copies) in place and return its probe traces.
+
+    ``probe_hook(t)``, if given, is called at every probe with the weights of step ``t`` (a
+    study's extra measurements, e.g. the clipped fraction of the one-step perturbation).
 
     ``train.x`` (E, N, P, d); gradient of Σ_e mean_n ℓ, so each copy takes its own GD step.
     Separate generators for minibatches, training attacks and evaluation attacks keep the
@@ -194,6 +199,8 @@ def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test:
         As.append(a.max(-1).values.cpu())
         Bs.append(b.max(-1).values.cpu())
         losses.append(loss.detach().cpu() if loss is not None else torch.full((E,), math.nan))
+        if probe_hook is not None:
+            probe_hook(t)
 
     def evaluate(t: int) -> None:
         final = t == spec.steps
