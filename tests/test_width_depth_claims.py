@@ -280,3 +280,11 @@ def test_mc_identity_verdicts():
 def test_claims_on_empty_results_fail_cleanly():
     res = by_id(pd.DataFrame({"kind": ["epoch"], "init": ["he"], "depth": [2], "width": [4], "point": ["p"]}))
     assert not any(c.passed for c in res.values())
+
+
+def test_peak_estimate_counts_a_dead_end_as_below_the_peak():
+    rows = [{"seed": s, "width": m, "stability": v, "trained": True}
+            for s, vals in enumerate([[0, 3, 2, 1], [1, 3, 2, 1], [0, 3, 2, 1]])
+            for m, v in zip((1, 16, 64, 256), vals)]
+    est, _ = W.peak_estimate(pd.DataFrame(rows))
+    assert est.n == 3 and est.value == pytest.approx(math.log(3))

@@ -441,20 +441,23 @@ def peak_estimate(sub: pd.DataFrame) -> tuple[Estimate, dict]:
     ``log P`` is largest (cross-fitted, so that picking the maximum does not bias the seed's
     own value upwards), and its statistic is ``min(log P_s(peak) − log P_s(narrowest),
     log P_s(peak) − log P_s(widest))``: positive when the peak stands above both ends of
-    the grid. With fewer than three seeds the peak is picked on all seeds.
+    the grid. With fewer than three seeds the peak is picked on all seeds. A network whose
+    units all died has ``P = 0`` exactly (``log P = −∞``): an end at zero lies below any peak.
     """
-    logp = _log_pivot(sub, "stability")
+    piv = sub.pivot_table(index="seed", columns="width", values="stability", aggfunc="first").sort_index(axis=1)
+    with np.errstate(divide="ignore"):
+        logp = np.log(piv.clip(lower=0))
     widths = list(logp.columns)
     inner = widths[1:-1]
     vals, peaks = [], []
     for s in logp.index:
         rest = logp.drop(index=s) if len(logp) >= 3 else logp
-        pk = rest[inner].mean().idxmax()
+        pk = rest[inner].replace(-np.inf, np.nan).mean().idxmax()
         peaks.append(int(pk))
         row = logp.loc[s]
         vals.append(min(row[pk] - row[widths[0]], row[pk] - row[widths[-1]]))
     est = mean_estimate(vals, what="seeds")
-    pk_all = int(logp[inner].mean().idxmax())
+    pk_all = int(logp[inner].replace(-np.inf, np.nan).mean().idxmax())
     return est, {"peak_width": pk_all, "peak_width_per_seed": peaks,
                  "peak_over_ends": _r(math.exp(est.value)) if math.isfinite(est.value) else None}
 
