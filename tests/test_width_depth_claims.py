@@ -1,5 +1,6 @@
-"""The width-depth-init claims on synthetic result tables: each passes on results that show
-it and fails on results that do not (studies/width_depth_init.py)."""
+"""The width-depth-init claims on synthetic result tables: each reaches each verdict it can
+(reproduced, contradicted, inconclusive, not applicable) on results made to show it
+(studies/width_depth_init.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from robustlab import stats
 from robustlab.studies import width_depth_init as W
 
 N_TRAIN = 100
 SEED_NOISE = [-1.5, -0.5, 0.5, 1.5]  # multiplicative noise of ±3 % per unit, one per seed
+R, C, I, NA = stats.REPRODUCED, stats.CONTRADICTED, stats.INCONCLUSIVE, stats.NOT_APPLICABLE
 
 
 def base_width(m: float) -> float:
@@ -74,99 +77,139 @@ def by_id(df: pd.DataFrame) -> dict:
     return {c.id: c for c in W.claims(df, None)}
 
 
-def test_all_claims_pass_on_results_that_show_them():
+def verdicts(df: pd.DataFrame) -> dict:
+    return {k: c.verdict.verdict for k, c in by_id(df).items()}
+
+
+def noisy(df: pd.DataFrame, sd: float, salt: int = 0) -> pd.DataFrame:
+    """Multiply every stability and kappa by exp(N(0, sd²)) noise, independent per row."""
+    df = df.copy()
+    rng = np.random.default_rng(salt)
+    for k in ("stability", "stability_at_target", "stability_init", "kappa"):
+        df[k] = df[k] * np.exp(rng.normal(0, sd, len(df)))
+    return df
+
+
+def test_all_claims_reproduced_on_results_that_show_them():
     res = by_id(synth())
-    assert {k: c.passed for k, c in res.items()} == dict.fromkeys(
-        ["width-peak", "depth-init", "nonlazy-width", "kappa", "mc-identity"], True)
+    assert {k: c.verdict.verdict for k, c in res.items()} == {
+        "width-peak": R, "depth-init-at-init": R, "depth-init-trained": R, "nonlazy-width-early": NA,
+        "nonlazy-width": R, "kappa": R, "mc-identity": R}
     ev = res["width-peak"].evidence
     assert ev["judged_on"] == W.PROTOCOLS["target"] and ev["target"]["he_L2"]["peak_width"] == 8
-    assert ev["target"]["he_L2"]["fall_fit"]["slope"] < 0 < ev["target"]["he_L2"]["rise_fit"]["slope"]
-    dep = res["depth-init"].evidence["target"]
-    assert dep["lecun_m128"]["fit"]["slope"] == pytest.approx(-0.5, abs=0.02)  # log P = c − 0.5 L
-    assert dep["he_m128"]["fit"]["slope"] == pytest.approx(1.0, abs=0.05)  # P ∝ L
+    assert ev["target"]["he_L2"]["effect"] > 0 and ev["target"]["he_L2"]["interval"][0] > 0
+    dep = res["depth-init-trained"].evidence["target"]
+    assert dep["lecun_m128"]["effect"] == pytest.approx(-0.5, abs=0.02)  # log P = c − 0.5 L
+    assert dep["he_m128"]["effect"] == pytest.approx(1.0, abs=0.05)  # P ∝ L
+    at0 = res["depth-init-at-init"].evidence
+    assert at0["lecun_m128"]["effect"] == pytest.approx(-0.5, abs=1e-6) and not at0["lecun_m128"]["ln_half_in_interval"]
     kap = res["kappa"].evidence
-    assert kap["he_vs_width"]["fit"]["slope"] == pytest.approx(-0.5, abs=1e-6)
-    assert kap["he_in_time"]["per_width"][1024]["exponent"] == pytest.approx(0.1, abs=1e-3)
-    assert kap["small_in_time"]["per_width"][1024]["exponent"] == pytest.approx(1.0, abs=1e-3)
+    assert kap["he_vs_width"]["effect"] == pytest.approx(-0.5, abs=1e-6)
+    assert kap["small_vs_he_in_time"]["effect"] == pytest.approx(0.1 - 1.0, abs=1e-3)
+    assert all(c.verdict.interval is not None for k, c in res.items() if k != "nonlazy-width-early")
 
 
 # -- claim 1: interior maximum in width --------------------------------------------------------
 
-def test_width_fails_when_stability_keeps_rising():
+def test_width_contradicted_when_stability_keeps_rising():
     c = by_id(synth(width_curve=lambda m: 0.1 * m**0.3))["width-peak"]
-    assert not c.passed
-    assert "end of the width grid" in c.evidence["target"]["he_L2"]["reason"]
+    assert c.verdict.verdict == C and c.verdict.interval[1] < 0
 
 
-def test_width_fails_on_a_bump_within_noise():
-    c = by_id(synth(width_curve=lambda m: 1.0 + 0.05 * (m == 8)))["width-peak"]
-    assert not c.passed
-    assert "need >= 1.2" in c.evidence["target"]["lecun_L3"]["reason"]
+def test_width_inconclusive_on_a_bump_within_noise():
+    df = noisy(synth(width_curve=lambda m: 1.0 + 0.05 * (m == 8)), 0.2, salt=0)
+    c = by_id(df)["width-peak"]
+    assert c.verdict.verdict == I and c.verdict.seeds_needed > 4
 
 
-def test_width_fails_when_the_fall_comes_from_untrained_networks():
+def test_width_not_applicable_when_the_fall_comes_from_untrained_networks():
     c = by_id(synth(trained=lambda init, L, m: 8 <= m < 1024))["width-peak"]
-    assert not c.passed
-    assert "[1024] past the peak did not all train" in c.evidence["target"]["he_L2"]["reason"]
+    assert c.verdict.verdict == NA
+    assert "[1024]" in c.evidence["target"]["he_L2"]["conditions"][0]["detail"]
 
 
-def test_width_needs_noise_estimate_and_deeper_depth():
-    c = by_id(synth(seeds=1))["width-peak"]
-    assert not c.passed  # one seed: no standard error, no claim
+def test_width_needs_a_spread_and_a_deeper_depth():
+    assert by_id(synth(seeds=1))["width-peak"].verdict.verdict == I  # one seed: no interval
     df = synth()
     c = by_id(df[~((df["depth"] == 3) & (df["init"] == "he"))])["width-peak"]
-    assert not c.passed and "deeper" in c.evidence["target"]["he"]
+    assert c.verdict.verdict == I and "deeper" in c.evidence["target"]["he"]
 
 
 def test_width_reports_the_end_of_schedule_protocol_beside():
     c = by_id(synth(end_scale=1.0))["width-peak"]
-    assert c.evidence["end"]["passed"] and c.evidence["target"]["passed"]
+    assert c.evidence["end"]["verdict"] == R and c.evidence["target"]["verdict"] == R
     df = synth()
     df = df.drop(columns=[k for k in df.columns if k.endswith("_at_target")] + ["reached_target"])
     c = by_id(df)["width-peak"]
     assert c.passed and list(c.evidence) == ["definition", "judged_on", "end"]
 
 
+def test_peak_estimate_is_cross_fitted():
+    rows = [{"seed": s, "width": m, "stability": v, "trained": True}
+            for s, vals in enumerate([[1, 3, 2, 1], [1, 2, 3, 1], [1, 3, 2, 1]])
+            for m, v in zip((4, 16, 64, 256), vals)]
+    est, extra = W.peak_estimate(pd.DataFrame(rows))
+    # seed 1's peak is chosen by seeds 0 and 2 (width 16), where seed 1 has 2, not its own max 3
+    assert extra["peak_width_per_seed"] == [16, 16, 16]
+    assert est.value == pytest.approx((2 * math.log(3) + math.log(2)) / 3)
+
+
 # -- claim 2: depth -----------------------------------------------------------------------------
 
-def test_depth_fails_when_lecun_rises():
-    c = by_id(synth(depth={"lecun": lambda L: L / 2}))["depth-init"]
-    assert not c.passed
-    assert not c.evidence["target"]["lecun_m128"]["passed"]
-    assert c.evidence["target"]["he_m128"]["passed"]
+def test_depth_contradicted_when_lecun_rises():
+    c = by_id(synth(depth={"lecun": lambda L: L / 2}))["depth-init-trained"]
+    assert c.verdict.verdict == C
+    assert c.evidence["target"]["lecun_m128"]["verdict"] == C and c.evidence["target"]["he_m128"]["verdict"] == R
 
 
-def test_depth_fails_when_he_falls():
-    c = by_id(synth(depth={"he": lambda L: 2 / L}))["depth-init"]
-    assert not c.passed and not c.evidence["target"]["he_m128"]["passed"]
+def test_depth_contradicted_when_he_falls_at_init():
+    c = by_id(synth(depth={"he": lambda L: 2 / L}))["depth-init-at-init"]
+    assert c.verdict.verdict == C and c.evidence["he_m128"]["verdict"] == C
 
 
-def test_depth_is_not_judged_on_untrained_deep_networks():
+def test_depth_inconclusive_in_noise():
+    c = by_id(noisy(synth(depth={"he": lambda L: 1 + 0.02 * L}), 0.5, salt=0))["depth-init-trained"]
+    assert c.evidence["target"]["he_m128"]["verdict"] == I and c.verdict.verdict != R
+
+
+def test_depth_is_not_applicable_on_untrained_deep_networks():
     """The pitfall of SPEC §C: deep LeCun networks that did not train look 'stable'."""
-    c = by_id(synth(trained=lambda init, L, m: m >= 8 and not (init == "lecun" and L == 6)))["depth-init"]
-    assert not c.passed
-    assert c.evidence["target"]["lecun_m128"]["comparable"] is False
-    assert "no width" in c.evidence["target"]["lecun"]
+    bad = {4, 6}
+    c = by_id(synth(trained=lambda init, L, m: m >= 8 and not (init == "lecun" and L in bad)))
+    ev = c["depth-init-trained"].evidence["target"]["lecun_m128"]
+    assert ev["verdict"] == NA and "[4, 6] did not" in ev["conditions"][0]["detail"]
+    assert c["depth-init-at-init"].verdict.verdict == R  # at initialisation training plays no part
+    # one untrained depth is left out; the three trained ones still decide
+    c = by_id(synth(trained=lambda init, L, m: m >= 8 and not (init == "lecun" and L == 6)))
+    assert c["depth-init-trained"].evidence["target"]["lecun_m128"]["verdict"] == R
 
 
 # -- claim 3: non-lazy two-layer networks ------------------------------------------------------
 
-def test_nonlazy_fails_above_lazy():
+def test_nonlazy_contradicted_above_lazy():
     c = by_id(synth(small=lambda m: 5.0 * (m / 16) ** -0.3))["nonlazy-width"]
-    assert not c.passed
     ev = c.evidence["target"]["small_vs_he"]
-    assert ev["monotone"] and not ev["below_he_everywhere"]
+    assert c.verdict.verdict == C and ev["slope"]["verdict"] == R and ev["below_he"]["verdict"] == C
 
 
-def test_nonlazy_fails_when_not_monotone():
-    c = by_id(synth(small=lambda m: 0.05 * (m / 16) ** -0.3 * (1.5 if m == 256 else 1.0)))["nonlazy-width"]
-    assert not c.passed and not c.evidence["target"]["small_vs_he"]["monotone"]
+def test_nonlazy_contradicted_when_rising():
+    c = by_id(synth(small=lambda m: 0.01 * (m / 16) ** 0.3))["nonlazy-width"]
+    assert c.verdict.verdict == C and c.evidence["target"]["small_vs_he"]["slope"]["verdict"] == C
 
 
-def test_nonlazy_fails_when_untrained():
-    c = by_id(synth(trained=lambda init, L, m: (m >= 8 and init != "small") or (init == "small" and m < 1024)))
-    assert not c["nonlazy-width"].passed
-    assert not c["nonlazy-width"].evidence["target"]["small_vs_he"]["all_trained"]
+def test_nonlazy_inconclusive_when_flat_in_noise():
+    c = by_id(noisy(synth(small=lambda m: 0.05), 0.3, salt=3))["nonlazy-width"]
+    assert c.evidence["target"]["small_vs_he"]["slope"]["verdict"] == I and c.verdict.verdict == I
+
+
+def test_nonlazy_not_applicable_when_untrained():
+    c = by_id(synth(trained=lambda init, L, m: (m >= 8 and init != "small") or (init == "small" and m < 128)))
+    assert c["nonlazy-width"].verdict.verdict == NA
+
+
+def test_nonlazy_early_is_not_applicable_with_its_reason():
+    c = by_id(synth())["nonlazy-width-early"]
+    assert c.verdict.verdict == NA and "early" in c.verdict.reason
 
 
 def test_nonlazy_judges_every_series():
@@ -174,42 +217,46 @@ def test_nonlazy_judges_every_series():
     bad = (df["init"] == "small") & (df["lr"] == 0.1) & (df["kind"] == "final")
     df.loc[bad, "stability_at_target"] *= 100  # the lr = 0.1 series lies above He
     c = by_id(df)["nonlazy-width"]
-    assert not c.passed
-    assert c.evidence["target"]["small[lr=0.3]_vs_he"]["passed"]
-    assert not c.evidence["target"]["small[lr=0.1]_vs_he"]["passed"]
+    assert c.verdict.verdict == C
+    assert c.evidence["target"]["small[lr=0.3]_vs_he"]["below_he"]["verdict"] == R
+    assert c.evidence["target"]["small[lr=0.1]_vs_he"]["below_he"]["verdict"] == C
 
 
 # -- claim 4: κ ---------------------------------------------------------------------------------
 
-def test_kappa_fails_when_he_grows_linearly():
-    c = by_id(synth(he_exp=1.0))["kappa"]
-    assert not c.passed and not c.evidence["he_in_time"]["passed"]
+def test_kappa_contradicted_when_he_grows_like_the_nonlazy():
+    c = by_id(synth(he_exp=1.5))["kappa"]
+    assert c.verdict.verdict == C and c.evidence["small_vs_he_in_time"]["verdict"] == C
 
 
-def test_kappa_fails_when_nonlazy_is_flat():
-    c = by_id(synth(small_exp=0.1))["kappa"]
-    assert not c.passed and not c.evidence["small_in_time"]["passed"]
-
-
-def test_kappa_fails_when_not_far_larger():
+def test_kappa_contradicted_when_not_an_order_larger():
     c = by_id(synth(kappa_small=lambda m: 3 * 2 * m**-0.5))["kappa"]
-    assert not c.passed and not c.evidence["small_vs_he_far_larger"]["passed"]
+    assert c.verdict.verdict == C and c.evidence["small_vs_he_far_larger"]["verdict"] == C
 
 
-def test_kappa_fails_when_he_rises_with_width():
+def test_kappa_contradicted_when_he_rises_with_width():
     c = by_id(synth(kappa_he=lambda m: 0.01 * m**0.5, kappa_small=lambda m: 10 * m))["kappa"]
-    assert not c.passed and not c.evidence["he_vs_width"]["passed"]
+    assert c.verdict.verdict == C and c.evidence["he_vs_width"]["verdict"] == C
+
+
+def test_kappa_inconclusive_near_a_factor_ten():
+    df = noisy(synth(kappa_small=lambda m: 10 * 2 * m**-0.5), 0.4, salt=4)
+    c = by_id(df)["kappa"]
+    assert c.evidence["small_vs_he_far_larger"]["verdict"] == I
+
+
+def test_kappa_not_applicable_without_overparameterised_widths():
+    df = synth()
+    c = by_id(df[(df["width"] < N_TRAIN) | (df["init"] != "he")])["kappa"]
+    assert c.verdict.verdict == NA
 
 
 def test_kappa_judges_only_overparameterised_widths():
     # narrow He widths (< N_TRAIN) growing fast do not decide "nearly flat"
     df = synth()
     narrow = (df["kind"] == "epoch") & (df["init"] == "he") & (df["width"] < N_TRAIN)
-    df.loc[narrow, "kappa"] = df.loc[narrow, "epoch"].astype(float)
-    c = by_id(df)["kappa"]
-    assert c.passed
-    per = c.evidence["he_in_time"]["per_width"]
-    assert per[16]["judged"] is False and per[16]["passed"] is False and per[128]["judged"] is True
+    df.loc[narrow, "kappa"] = df.loc[narrow, "epoch"].astype(float) ** 3
+    assert by_id(df)["kappa"].verdict.verdict == R
 
 
 def test_growth_exponent_window():
@@ -221,12 +268,13 @@ def test_growth_exponent_window():
 
 # -- the Monte Carlo check ----------------------------------------------------------------------
 
-def test_mc_identity_passes_and_fails():
-    assert by_id(synth(mc_offset=0.02))["mc-identity"].passed  # 2 standard errors
-    c = by_id(synth(mc_offset=0.2))["mc-identity"]  # 20 standard errors
-    assert not c.passed and c.evidence["per_seed"][0]["z"] == pytest.approx(20, rel=0.01)
+def test_mc_identity_verdicts():
+    assert by_id(synth(mc_offset=0.01))["mc-identity"].verdict.verdict == R  # 1 standard error
+    c = by_id(synth(mc_offset=0.2))["mc-identity"]  # 20 standard errors, 20 % off
+    assert c.verdict.verdict == C and c.evidence["per_seed"][0]["z"] == pytest.approx(20, rel=0.01)
+    assert by_id(synth(mc_offset=0.05))["mc-identity"].verdict.verdict == I  # on the band's edge
     df = synth().drop(columns=["mc_stability", "mc_stderr", "mc_exact", "mc_samples", "mc_points"])
-    assert not by_id(df)["mc-identity"].passed
+    assert by_id(df)["mc-identity"].verdict.verdict == I
 
 
 def test_claims_on_empty_results_fail_cleanly():
@@ -234,12 +282,9 @@ def test_claims_on_empty_results_fail_cleanly():
     assert not any(c.passed for c in res.values())
 
 
-def test_width_peak_definition_numbers():
-    c = pd.DataFrame({"mean": [1.0, 3.0, 2.0], "sem": [0.1, 0.1, 0.1], "n": [3] * 3, "train_acc": [1.0] * 3,
-                      "test_acc": [1.0] * 3, "train_loss": [0.1] * 3, "trained": [1.0] * 3},
-                     index=pd.Index([4, 16, 64], name="width"))
-    assert not W.width_peak(c)["passed"]  # fewer than MIN_WIDTHS widths
-    c = pd.concat([c, c.iloc[[2]].set_axis([256])])
-    res = W.width_peak(c)
-    assert res["passed"] and res["peak_width"] == 16 and res["ratio_to_narrowest"] == pytest.approx(3.0)
-    assert res["z_to_widest"] == pytest.approx(1.0 / math.sqrt(0.02), rel=1e-3)
+def test_peak_estimate_counts_a_dead_end_as_below_the_peak():
+    rows = [{"seed": s, "width": m, "stability": v, "trained": True}
+            for s, vals in enumerate([[0, 3, 2, 1], [1, 3, 2, 1], [0, 3, 2, 1]])
+            for m, v in zip((1, 16, 64, 256), vals)]
+    est, _ = W.peak_estimate(pd.DataFrame(rows))
+    assert est.n == 3 and est.value == pytest.approx(math.log(3))

@@ -131,9 +131,11 @@ def test_tiny_sweep_writes_claims_and_figures(tmp_path):
     p = plan(study, preset="tiny")
     summary = execute(p, tmp_path / "run", SweepOptions(quiet=True))
     claims = {c["id"]: c for c in summary["claims"]}
-    assert set(claims) == {"width-peak", "depth-init", "nonlazy-width", "kappa", "mc-identity"}
+    assert set(claims) == {"width-peak", "depth-init-at-init", "depth-init-trained", "nonlazy-width-early",
+                           "nonlazy-width", "kappa", "mc-identity"}
     assert not summary["problems"], summary["problems"]
-    assert claims["mc-identity"]["passed"], claims["mc-identity"]["evidence"]
+    # 50 draws at 10 points: too few to place the estimate inside the ±5 % band, never outside it
+    assert claims["mc-identity"]["verdict"] != "contradicted", claims["mc-identity"]["evidence"]
     figs = {f.name for f in (tmp_path / "run" / "figures").iterdir()}
     assert {"stability_vs_width.png", "stability_vs_depth.png", "lazy_vs_nonlazy.png", "kappa.png"} <= figs
     assert (tmp_path / "run" / "report.html").exists()
