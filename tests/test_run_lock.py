@@ -20,8 +20,9 @@ from robustlab.sweep.store import Store
 
 # six groups of two seeds, each a second or so of training: the first writer is still busy
 # when the second one arrives
-SLOW = ["run", "smoke", "--grid", "lr=0.1,0.2,0.3,0.4,0.5,0.6", "--seeds", "2", "--set", "epochs=400",
-        "--quiet"]
+# one worker, many points: the writer must still be running while the test looks at it
+SLOW = ["run", "smoke", "--grid", "lr=0.1,0.15,0.2,0.25,0.3,0.35,0.4,0.45,0.5,0.55,0.6,0.65", "--seeds", "2",
+        "--set", "epochs=400", "--workers", "1", "--quiet"]
 
 
 def _start(args: list[str], out: Path) -> subprocess.Popen:
@@ -83,7 +84,7 @@ def test_a_second_writer_is_refused_and_readers_do_not_wait(tmp_path, capsys):
     assert first.returncode == 0, stderr  # the first writer finished normally
     assert "error" not in stderr
     with Store(out / "store.sqlite", readonly=True) as st:
-        assert st.count("done") == 12
+        assert st.count("done") == 24
     man = records.read_json(out / "manifest.json")
     assert man["finished"] and "resumed" not in man
     assert lock.holder(out) is None
