@@ -219,8 +219,8 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
 
     meta["finished"] = records.now_iso()
     meta["seconds"] = round(time.perf_counter() - t0, 3)
-    records.write_json(meta_path, meta)
     path = _write_top(out, sections, meta)
+    records.write_json(meta_path, meta)  # last: a run is finished once its report exists
     print(report_html.claim_table_text(sections))
     print(f"reproduce (preset {preset}) finished in {meta['seconds']:.1f} s")
     print(f"report: {path.resolve()}")
