@@ -16,6 +16,7 @@ from robustlab.models.patch_cnn import PatchCNN, smoothed_relu
 from robustlab.studies import get_study
 from robustlab.studies.base import plan
 from robustlab.studies.feature_learning import (
+    QUICK_MAIN_SEEDS,
     STUDY,
     FeatureLearningConfig,
     _claim_adv_feature_attack,
@@ -427,7 +428,7 @@ def test_cli_bad_input_one_line_exit_2(tmp_path, capsys, setting):
 def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     assert get_study("feature-learning") is STUDY
     quick = plan(STUDY, preset="quick")
-    assert len(quick.points) == 55 * 3
+    assert len(quick.points) == 53 * 3 + 2 * QUICK_MAIN_SEEDS  # experiment=main: 2 methods at its own seed count
     assert {p.experiment for p in quick.points} == {"main", "eta", "eps", "activation", "attack", "basis",
                                                     "overlap", "counter", "images"}
     assert len(plan(STUDY, preset="paper").points) > len(quick.points)

@@ -127,3 +127,16 @@ def test_plan_drops_duplicate_points_and_validates_every_one():
 def test_seed_can_be_an_axis():
     p = plan(SMOKE, grids=["seed=3:5:3"])
     assert sorted(c.seed for c in p.points) == [3, 4, 5]
+
+
+def test_a_grid_block_can_carry_its_own_seed_count():
+    from robustlab.studies.base import SEEDS_KEY, Preset
+
+    study = dataclasses.replace(SMOKE, presets={"p": Preset({}, [{"lr": [0.1], SEEDS_KEY: [5]}, {"lr": [0.5]}],
+                                                            n_seeds=2)})
+    p = plan(study, preset="p", seed=10)
+    assert sorted((c.lr, c.seed) for c in p.points) == [(0.1, s) for s in range(10, 15)] + [(0.5, 10), (0.5, 11)]
+    assert all(SEEDS_KEY not in g for g in p.grid)  # the recorded grid is the resolved one
+    # --seeds sets every block's count; a seed axis or a fixed seed replaces them
+    assert sorted((c.lr, c.seed) for c in plan(study, preset="p", n_seeds=1).points) == [(0.1, 0), (0.5, 0)]
+    assert len(plan(study, preset="p", grids=["seed=7"]).points) == 2

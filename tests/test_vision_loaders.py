@@ -113,3 +113,29 @@ def test_missing_files_clear_error(tmp_path):
     for name in ("mnist", "cifar10", "svhn"):
         with pytest.raises(UserError, match="files not found"):
             load_images(name, data_dir=tmp_path)
+
+
+@pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
+def test_width_depth_study_end_to_end_on_standard_files(tmp_path, dataset):
+    """Study C (seed 002 uses MNIST and CIFAR-10) through the CLI on small files in the
+    standard formats: every point finishes and every claim gets one of the four verdicts."""
+    import json
+
+    from robustlab.cli import main
+
+    if dataset == "mnist":
+        write_mnist(tmp_path / "data", n_train=40)
+    else:
+        write_cifar(tmp_path / "data", n=20)
+    out = tmp_path / "run"
+    rc = main(["run", "width-depth-init", "--data-dir", str(tmp_path / "data"), "--out", str(out), "--quiet",
+               "--seeds", "2", "--set", f"dataset={dataset}", "--set", "size=8", "--set", "n_train=20",
+               "--set", "n_test=10", "--set", "epochs=2", "--set", "batch_size=10", "--set", "decay_start=0",
+               "--set", "mc_samples=0", "--grid", "width=2,4,8", "--grid", "depth=2,3"])
+    assert rc == 0
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["dataset"] for r in results} == {dataset} and {r["n_train"] for r in results if "n_train" in r} == {20}
+    claims = json.loads((out / "claims.json").read_text())
+    assert {"width-peak", "depth-init-at-init", "depth-init-trained", "kappa"} <= {c["id"] for c in claims}
+    assert all(c["verdict"] in ("reproduced", "contradicted", "inconclusive", "not applicable") for c in claims)
+    assert (out / "report.html").exists()

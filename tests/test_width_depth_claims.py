@@ -93,7 +93,7 @@ def noisy(df: pd.DataFrame, sd: float, salt: int = 0) -> pd.DataFrame:
 def test_all_claims_reproduced_on_results_that_show_them():
     res = by_id(synth())
     assert {k: c.verdict.verdict for k, c in res.items()} == {
-        "width-peak": R, "depth-init-at-init": R, "depth-init-trained": R, "nonlazy-width-early": NA,
+        "width-peak": R, "width-peak-n-train": NA, "depth-init-at-init": R, "depth-init-trained": R, "nonlazy-width-early": NA,
         "nonlazy-width": R, "kappa": R, "mc-identity": R}
     ev = res["width-peak"].evidence
     assert ev["judged_on"] == W.PROTOCOLS["target"] and ev["target"]["he_L2"]["peak_width"] == 8
@@ -106,7 +106,7 @@ def test_all_claims_reproduced_on_results_that_show_them():
     kap = res["kappa"].evidence
     assert kap["he_vs_width"]["effect"] == pytest.approx(-0.5, abs=1e-6)
     assert kap["small_vs_he_in_time"]["effect"] == pytest.approx(0.1 - 1.0, abs=1e-3)
-    assert all(c.verdict.interval is not None for k, c in res.items() if k != "nonlazy-width-early")
+    assert all(c.verdict.interval is not None for k, c in res.items() if c.verdict.verdict != NA)
 
 
 # -- claim 1: interior maximum in width --------------------------------------------------------
@@ -212,6 +212,39 @@ def test_nonlazy_early_is_not_applicable_with_its_reason():
     assert c.verdict.verdict == NA and "early" in c.verdict.reason
 
 
+def _with_early(df: pd.DataFrame, early, loss=lambda m: 0.9, salt: int = 0, sd: float = 0.0) -> pd.DataFrame:
+    """Add Thm 3's runs: init=small, depth 2, output=single, stability ``early(m)`` at epoch 1
+    (times log-normal noise of ``sd``), training loss ``loss(m)`` then."""
+    rng = np.random.default_rng(salt)
+    rows = []
+    for m in (16, 64, 256, 1024):
+        for seed in range(4):
+            rows.append({"kind": "final", "init": "small", "depth": 2, "width": m, "seed": seed, "output": "single",
+                         "point": f"single|{m}", "n_train": N_TRAIN, "target_loss": 0.2, "early_epoch": 1,
+                         "stability_early": early(m) * (1 + 0.03 * SEED_NOISE[seed]) * math.exp(rng.normal(0, sd)),
+                         "train_loss_early": loss(m), "stability": 1.0, "train_acc": 0.5, "test_acc": 0.5,
+                         "train_loss": 0.5, "reached_target": False, "kappa": 1.0})
+    return pd.concat([df.assign(output="multi"), pd.DataFrame(rows)], ignore_index=True)
+
+
+def test_nonlazy_early_reproduced_when_stability_falls_with_width_early_on():
+    df = _with_early(synth(), lambda m: 0.1 * m**-0.5)
+    c = by_id(df)["nonlazy-width-early"]
+    assert c.verdict.verdict == R and c.verdict.effect == pytest.approx(-0.5, abs=0.01)
+    assert set(c.evidence["early_by_width"]) == {16, 64, 256, 1024}
+    # the squared-loss runs are not compared against He (another loss): the other claims keep their verdicts
+    assert {k: v for k, v in verdicts(df).items() if k != "nonlazy-width-early"} == \
+        {k: v for k, v in verdicts(synth()).items() if k != "nonlazy-width-early"}
+
+
+def test_nonlazy_early_contradicted_inconclusive_and_not_applicable_once_fitted():
+    assert by_id(_with_early(synth(), lambda m: 0.1 * m**0.5))["nonlazy-width-early"].verdict.verdict == C
+    assert by_id(_with_early(synth(), lambda m: 0.1, sd=0.5, salt=2))["nonlazy-width-early"].verdict.verdict == I
+    fitted = by_id(_with_early(synth(), lambda m: 0.1 * m**-0.5, loss=lambda m: 0.1 if m >= 256 else 0.9))
+    c = fitted["nonlazy-width-early"]
+    assert c.verdict.verdict == NA and "256" in c.evidence["conditions"][1]["detail"]
+
+
 def test_nonlazy_judges_every_series():
     df = synth(small_lrs=(0.1, 0.3))
     bad = (df["init"] == "small") & (df["lr"] == 0.1) & (df["kind"] == "final")
@@ -288,3 +321,37 @@ def test_peak_estimate_counts_a_dead_end_as_below_the_peak():
             for m, v in zip((1, 16, 64, 256), vals)]
     est, _ = W.peak_estimate(pd.DataFrame(rows))
     assert est.n == 3 and est.value == pytest.approx(math.log(3))
+
+
+# -- claim 1b: the width peak against the training-set size ------------------------------------
+
+def _two_sizes(peak_small: float, peak_large: float, **kw) -> pd.DataFrame:
+    """Width sweeps at n_train 100 and 400 whose curves peak at the given widths."""
+    def curve(peak):
+        return lambda m: 0.5 * m / (1 + (m / peak) ** 2) / peak + 0.1
+    a, b = synth(width_curve=curve(peak_small), **kw), synth(width_curve=curve(peak_large), **kw)
+    b["n_train"] = 4 * N_TRAIN
+    return pd.concat([a, b], ignore_index=True)
+
+
+def test_width_peak_moving_to_larger_widths_with_more_data_is_reproduced():
+    c = by_id(noisy(_two_sizes(4, 64), 0.02))["width-peak-n-train"]
+    assert c.verdict.verdict == R
+    part = c.evidence["target"]["he_L2"]
+    assert part["peak_log2_width"]["100"] == [2.0] * 4 and part["peak_log2_width"]["400"] == [6.0] * 4
+
+
+def test_width_peak_moving_the_other_way_is_contradicted_and_one_size_is_not_applicable():
+    assert by_id(noisy(_two_sizes(64, 4), 0.02))["width-peak-n-train"].verdict.verdict == C
+    assert by_id(synth())["width-peak-n-train"].verdict.verdict == NA
+
+
+def test_width_peak_that_does_not_move_beyond_noise_is_inconclusive():
+    # flat-topped curves: each seed's argmax lands anywhere on the plateau, at either size
+    df = noisy(_two_sizes(16, 16), 0.3, salt=3)
+    assert by_id(df)["width-peak-n-train"].verdict.verdict == I
+
+
+def test_width_peak_n_train_is_not_applicable_where_a_width_past_the_peak_did_not_train():
+    df = noisy(_two_sizes(4, 64, trained=lambda init, L, m: m <= 64 or init == "small"), 0.02)
+    assert by_id(df)["width-peak-n-train"].verdict.verdict == NA

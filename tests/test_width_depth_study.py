@@ -131,7 +131,7 @@ def test_tiny_sweep_writes_claims_and_figures(tmp_path):
     p = plan(study, preset="tiny")
     summary = execute(p, tmp_path / "run", SweepOptions(quiet=True))
     claims = {c["id"]: c for c in summary["claims"]}
-    assert set(claims) == {"width-peak", "depth-init-at-init", "depth-init-trained", "nonlazy-width-early",
+    assert set(claims) == {"width-peak", "width-peak-n-train", "depth-init-at-init", "depth-init-trained", "nonlazy-width-early",
                            "nonlazy-width", "kappa", "mc-identity"}
     assert not summary["problems"], summary["problems"]
     # 50 draws at 10 points: too few to place the estimate inside the ±5 % band, never outside it

@@ -45,9 +45,18 @@ __all__ = ["check_run_dir", "Study", "Preset", "Claim", "Figure", "Context", "Pl
            "execute", "finalize", "load"]
 
 
+SEEDS_KEY = "n_seeds"  # a grid block's own number of seeds (see Preset)
+
+
 @dataclasses.dataclass(frozen=True)
 class Preset:
-    """Named settings: base field values, the default grid and the number of seeds."""
+    """Named settings: base field values, the default grid and the number of seeds.
+
+    A grid block may carry its own seed count under :data:`SEEDS_KEY` (``{"experiment":
+    ["main"], SEEDS_KEY: [10]}``): a claim resting on a cheap experiment can have the seeds
+    its power estimate asks for without multiplying the cost of the others. ``--seeds`` on
+    the command line sets every block's count.
+    """
 
     overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     grid: Sequence[Mapping[str, Sequence[Any]]] = ({},)
@@ -172,17 +181,17 @@ def plan(
     base = base.replace(seed=base_seed)
     if n_seeds is not None and n_seeds < 1:
         raise ConfigError("seeds", n_seeds, "a value >= 1")
-    count = pre.n_seeds if n_seeds is None else n_seeds
-    seeds = [base_seed + i for i in range(count)]
-
     user_axes = gridmod.parse_grid_args(grids, study.config)
     both = sorted(set(user_axes) & set(sets))
     if both:
         raise UserError(f"{both[0]} is not allowed in both --set and --grid: give it one value with "
                         "--set, or sweep it with --grid")
     union = gridmod.merge(pre.grid, user_axes, fixed=set(sets))
+    counts = [n_seeds if n_seeds is not None else int(g.pop(SEEDS_KEY, [pre.n_seeds])[0]) for g in union]
+    for g in union:
+        g.pop(SEEDS_KEY, None)
     if "seed" not in user_axes and "seed" not in sets:
-        union = [{**g, "seed": seeds} for g in union]
+        union = [{**g, "seed": [base_seed + i for i in range(k)]} for g, k in zip(union, counts)]
     # what was asked, as given: recorded in the manifest (`robustlab rerun` re-executes from
     # the resolved base config and grid below, which do not depend on today's presets)
     request = {"study": study.name, "preset": preset, "set": dict(sets), "grid": list(grids),

@@ -124,6 +124,8 @@ class WidthDepthInitConfig(Config):
     target_loss: float = param(0.2, "measure each seed also when its training loss first reaches this "
                                     "(comparable training; 0: only at the end)", ge=0)
     stop_at_target: bool = param(False, "stop training a seed at target_loss (cheaper; kappa(t) then ends there)")
+    early_epoch: int = param(1, "also measure stability at the end of this epoch: the early-training window of "
+                                "Thm 3 (0: off)", ge=0)
     # measurement
     eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
     mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
@@ -151,6 +153,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("stop_at_target", True, "false unless target_loss > 0")
         if self.arch != "fcn" and self.output == "single":
             raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
+        if self.early_epoch > self.epochs:
+            raise ConfigError("early_epoch", self.early_epoch, f"0 (off) or <= epochs ({self.epochs})")
 
     @property
     def loss(self) -> str:
@@ -270,7 +274,14 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
         for k in AT_TARGET:
             at[k][newly] = vals[k].detach().double().cpu()[newly]
 
-    log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target,
+    early: dict[str, torch.Tensor] = {}
+
+    def on_epoch(epoch: int) -> None:
+        if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
+            early["train_loss"] = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)[0]
+            early["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
+
+    log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs])
     tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
     te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
@@ -320,6 +331,9 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
                  "seconds": seconds}
+        if early:
+            final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
+                         train_loss_early=float(early["train_loss"][e]))
         if is_mc_point:
             final.update(mc_stability=float(mc[e]), mc_stderr=float(mc_se[e]), mc_exact=float(mc_exact[e]),
                          mc_samples=c.mc_samples, mc_points=len(xm))
@@ -515,6 +529,67 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     return Claim("width-peak", statement, verdict, ev, SOURCE + ", Thm 1, §5.3, Fig. 4(a)")
 
 
+def _seed_peaks(sub: pd.DataFrame) -> list[float]:
+    """log2 of each seed's own interior peak width: the interior width of largest stability."""
+    out = []
+    for _, s in sub.groupby("seed"):
+        s = s.sort_values("width")
+        if s["width"].nunique() >= MIN_WIDTHS:
+            inner = s.iloc[1:-1]
+            out.append(float(np.log2(inner["width"].iloc[int(np.nanargmax(inner["stability"].to_numpy(float)))])))
+    return out
+
+
+def claim_width_moves(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    """The width peak against the training-set size.
+
+    Thm 1 ties the rise and fall to the passage from under- to over-parameterisation, so a
+    larger training set should move the peak to larger widths. For He and LeCun at every depth
+    swept in width at two or more training-set sizes: each seed's interior peak width (log2),
+    mean at the largest size minus mean at the smallest, Welch interval above 0. A width past
+    the smaller peak where a seed did not train makes the part not applicable; a run with one
+    training-set size makes the claim not applicable.
+    """
+    f = finals(df)
+    f = f[f["init"].isin(["he", "lecun"])] if len(f) else f
+    statement = "Lazy regime, width: the stability peak moves to larger widths with a larger training set"
+    src = SOURCE + ", Thm 1, §5.3"
+    if f.empty or "stability" not in f.columns or "n_train" not in f.columns or f["n_train"].nunique() < 2:
+        return Claim("width-peak-n-train", statement,
+                     not_applicable("the run has one training-set size: the peak cannot be compared across sizes"),
+                     {"reason": "needs width sweeps at two or more training-set sizes (paper-width-n)"}, src)
+
+    def check(v: pd.DataFrame) -> tuple[Verdict, dict]:
+        parts, ev = [], {}
+        for init in ("he", "lecun"):
+            for L, sub in v[v["init"] == init].groupby("depth"):
+                sizes = sorted(int(n) for n, s in sub.groupby("n_train") if s["width"].nunique() >= MIN_WIDTHS)
+                if len(sizes) < 2:
+                    continue
+                small, large = sub[sub["n_train"] == sizes[0]], sub[sub["n_train"] == sizes[-1]]
+                a, b = _seed_peaks(large), _seed_peaks(small)
+                first = 2 ** min(b) if b else 0
+                past = sub[sub["width"] > first]
+                untrained = sorted({int(n) for n, s in past.groupby("n_train") if not s["trained"].all()})
+                cond = Condition("trained past the smaller peak", not untrained,
+                                 f"n_train {untrained}: a seed did not train at a width past {first}"
+                                 if untrained else "every seed trained")
+                verdict = decide(difference_estimate(a, b), threshold=0.0, side="above", conditions=[cond],
+                                 reason=f"{init} L={int(L)}: log2 peak width at n_train={sizes[-1]} minus "
+                                        f"n_train={sizes[0]}")
+                parts.append(verdict)
+                ev[f"{init}_L{int(L)}"] = _part(verdict, peak_log2_width={str(sizes[0]): b, str(sizes[-1]): a})
+        if not parts:
+            return not_applicable("no depth swept in width at two training-set sizes"), ev
+        return combine(parts), ev
+
+    verdict, ev = _judge(f, check)
+    ev = {"definition": "per seed, log2 of the interior width where its stability is largest; the mean at the "
+                        "largest training-set size minus the mean at the smallest, with a Welch 95% interval, "
+                        "must lie above 0 for He and LeCun at every depth swept at two sizes", **ev}
+    return Claim("width-peak-n-train", statement, verdict, ev, src)
+
+
 DEPTH_SIGNS = (("lecun", -1), ("he", 1), ("ntk", 1))
 
 
@@ -581,26 +656,60 @@ def claim_depth_trained(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
 
 
 def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    """Thm 3: two-layer, one output, squared loss, the small (non-lazy) init, early in training.
+
+    The OLS slope of log stability at the end of epoch ``early_epoch`` on log width, over the
+    init=small, depth-2, output=single runs, must have a 95 % t interval below 0. Conditions:
+    such runs exist at >= 3 widths, and the window is early: at no width has the mean training
+    loss fallen below ``target_loss`` by then (a fitted network is past Thm 3's time limit).
+    (We train by minibatch SGD with momentum; Thm 3 is stated for gradient descent.)
+    """
     statement = ("Non-lazy width, early training (Thm 3: squared loss, small init): stability falls with width "
                  "in the early stage of training")
+    src = SOURCE + ", Thm 3"
     f = finals(df)
-    small = f[(f["init"] == "small") & (f["depth"] == 2)] if len(f) else f
-    mse = bool(len(small)) and bool((small.get("output", pd.Series(["multi"])) == "single").all())
-    conds = [Condition("squared loss and small init", mse,
-                       "init=small runs with output=single (squared loss)" if mse else
-                       "no init=small run at depth 2 with output=single (squared loss)"),
-             Condition("stability measured early in training", False,
-                       "the study measures stability at initialisation, at the target loss and at the end of "
-                       "the schedule, not in an early-training window")]
-    verdict = not_applicable("Thm 3's premise (an early-training window under the squared loss) is not measured",
-                             conds)
-    return Claim("nonlazy-width-early", statement, verdict, {"conditions": [c.to_dict() for c in conds]},
-                 SOURCE + ", Thm 3")
+    ok = (len(f) > 0 and "stability_early" in f.columns and "output" in f.columns)
+    small = f[(f["init"] == "small") & (f["depth"] == 2) & (f["output"] == "single")
+              & f["stability_early"].notna()] if ok else f.iloc[0:0]
+    widths = sorted(int(m) for m in small["width"].unique()) if len(small) else []
+    conds = [Condition("squared loss and small init, measured early", len(widths) >= 3,
+                       f"init=small, depth 2, output=single runs with stability at an early epoch at widths "
+                       f"{widths}" if widths else "no init=small, depth-2, output=single run with stability "
+                                                  "measured at an early epoch (early_epoch > 0)")]
+    ev: dict = {"definition": "init=small, depth 2, output=single (squared loss): the OLS slope of log stability at "
+                              "the end of epoch early_epoch on log m has a 95% t interval below 0"}
+    if len(widths) >= 3:
+        loss = small.groupby("width")["train_loss_early"].mean()
+        target = float(small["target_loss"].iloc[0]) if "target_loss" in small.columns else 0.0
+        fitted = [int(m) for m, v in loss.items() if target > 0 and v <= target]
+        conds.append(Condition("early in training", not fitted,
+                               f"mean training loss at epoch {int(small['early_epoch'].iloc[0])} by width: "
+                               + ", ".join(f"{int(m)}: {v:.3g}" for m, v in loss.items())
+                               + (f"; at or below target_loss {target:g} at widths {fitted}" if fitted else "")))
+        est = slope_estimate(small["width"], small["stability_early"], log_x=True, log_y=True)
+        ev["early_by_width"] = {int(m): {"stability": _r(g["stability_early"].mean()),
+                                         "train_loss": _r(g["train_loss_early"].mean()), "seeds": int(len(g))}
+                                for m, g in small.groupby("width")}
+    else:
+        est = None
+    verdict = decide(est, threshold=0.0, side="below", conditions=conds,
+                     reason="slope of log P(early) on log m") if est is not None else \
+        not_applicable("Thm 3's premise (an early-training window under the squared loss) is not measured", conds)
+    ev["conditions"] = [c.to_dict() for c in conds]
+    return Claim("nonlazy-width-early", statement, verdict, ev, src)
+
+
+def _same_output_as_he(f: pd.DataFrame) -> pd.DataFrame:
+    """The rows trained with the loss He's runs use: a small-init run under another loss (the
+    squared-loss runs of Thm 3) is no partner for comparing against He."""
+    if "output" not in f.columns or not (f["init"] == "he").any():
+        return f
+    return f[f["output"].isin(set(f.loc[f["init"] == "he", "output"]))]
 
 
 def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     f = finals(df)
-    f = f[f["depth"] == 2]
+    f = _same_output_as_he(f[f["depth"] == 2])
     statement = ("Non-lazy two-layer networks after training (Fig. 4b): stability falls with width and lies "
                  "below the lazy (He) network at the same width")
 
@@ -685,7 +794,7 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
         return Claim("kappa", statement, Verdict(INCONCLUSIVE, reason="no results"), {**ev, "reason": "no results"},
                      SOURCE + ", §5.2, Figs. 2-3")
     ep = df[(df["kind"] == "epoch") & (df["depth"] == 2)]
-    f = f[f["depth"] == 2]
+    f = _same_output_as_he(f[f["depth"] == 2])
     n_train = int(f["n_train"].max()) if len(f) else 0
     ev["n_train"] = n_train
     hes, smalls = series(f, "he"), series(f, "small")
@@ -754,7 +863,7 @@ def claim_mc(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
 
 
 def claims(df: pd.DataFrame, ctx: Context) -> list[Claim]:
-    return [claim_width(df, ctx), claim_depth_at_init(df, ctx), claim_depth_trained(df, ctx),
+    return [claim_width(df, ctx), claim_width_moves(df, ctx), claim_depth_at_init(df, ctx), claim_depth_trained(df, ctx),
             claim_nonlazy_early(df, ctx), claim_nonlazy(df, ctx), claim_kappa(df, ctx), claim_mc(df, ctx)]
 
 # ---------------------------------------------------------------------------------------
@@ -923,6 +1032,8 @@ _POW2 = [2**i for i in range(11)]  # 1 … 1024
 # under-parameterised (m·(d+k) < N at m = 1) to 5x the training set.
 QUICK_BASE = {"size": 14, "n_train": 200, "n_test": 500, "epochs": 50, "batch_size": 20, "decay_start": 40,
               "lr_step": 5, "mc_width": 128}
+THM3_BLOCK = {"init": ["small"], "depth": [2], "width": [16, 64, 256, 1024], "output": ["single"],
+              "classes": [(0, 1)], "epochs": [5]}
 QUICK_GRID = (
     # width sweeps (claim 1), He and LeCun: depth 2 up to 5x the training set, depth 3 up to 2.5x
     {"init": ["he", "lecun"], "depth": [2], "width": _POW2},
@@ -934,6 +1045,9 @@ QUICK_GRID = (
     # the non-lazy two-layer network (claims 3, 4), at He's rate: it reaches the target loss
     # before the decay (at 0.3 it fits sooner, and its κ(t) then levels off like He's)
     {"init": ["small"], "depth": [2], "width": [16, 64, 256, 512, 1024]},
+    # Thm 3 (nonlazy-width-early): one output, squared loss, two classes, the small init; only
+    # the first epoch is the claim's window, so the schedule stops at 5
+    THM3_BLOCK,
 )
 
 PAPER_BASE = {"n_train": 0, "n_test": 1000, "epochs": 50, "batch_size": 64, "decay_start": 30, "lr_step": 10,
@@ -953,11 +1067,15 @@ PAPER_SLICES = {
     # width-peak: He and LeCun, depth 2 and 3, from under-parameterised (m (d + k) << 4000 k) to
     # past the interpolation width (m ~ 50); five seeds (the quick preset's power estimate)
     "width": ({"init": ["he", "lecun"], "depth": [2, 3], "width": [2**i for i in range(11)]},),
+    # width-peak-n-train: depth 2 at two training-set sizes (1000 and all 4000): the peak should
+    # move to larger widths with more data (Thm 1 places it at the passage to over-parameterisation)
+    "width-n": ({"init": ["he", "lecun"], "depth": [2], "width": [2**i for i in range(11)], "n_train": [1000, 0]},),
     # depth-init-at-init and -trained: the paper's depths at one width, each init at its rate
     "depth": ({"init": ["lecun", "he"], "depth": [2, 4, 6, 8], "width": [256], "mc_width": [256]},
               {"init": ["ntk"], "depth": [2, 4, 6, 8], "width": [256], "lr": [0.03], "mc_width": [256]}),
     # nonlazy-width (Fig. 4b): the non-lazy and He two-layer networks across widths
-    "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)]},),
+    "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)]},
+                {**THM3_BLOCK, "width": [2**i for i in range(4, 13, 2)]}),
     # kappa: widths past the training-set size, where lazy training applies; 1000 training points
     # (not 4000) keep three such widths within the budget
     "kappa": ({"init": ["small", "he"], "depth": [2], "width": [256, 1024, 2048, 4096], "n_train": [1000]},),

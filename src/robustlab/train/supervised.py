@@ -157,7 +157,8 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, *, E
 
 def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec, *,
                      generators: Sequence[torch.Generator],
-                     on_target: Callable[[torch.Tensor, int], None] | None = None) -> TrainLog:
+                     on_target: Callable[[torch.Tensor, int], None] | None = None,
+                     on_epoch: Callable[[int], None] | None = None) -> TrainLog:
     """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
 
     ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
@@ -167,7 +168,8 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     ``b ← μ b + g``, ``θ ← θ − lr · active_e · b`` (PyTorch's SGD without dampening), with
     ``active_e = 0`` once copy ``e`` reached the target with ``stop_at_target``.
     ``on_target(newly, epoch)`` is called, with the model as it stands, after every epoch at
-    which some copies (the ``(E,)`` bool mask ``newly``) first reach ``target_loss``.
+    which some copies (the ``(E,)`` bool mask ``newly``) first reach ``target_loss``;
+    ``on_epoch(epoch)`` after every epoch (1-based), before any target bookkeeping.
     """
     E = len(generators)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -221,6 +223,8 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         with torch.no_grad():
             whole, layers = lazy_ratios(params, init)
         kappa_t[:, t], kappa_l[:, t] = whole.double().cpu(), layers.double().cpu()
+        if on_epoch is not None:
+            on_epoch(t + 1)
         if not finite.any():  # every copy diverged: nothing left to learn
             break
         if spec.target_loss > 0:
