@@ -404,19 +404,24 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
 
 
 def load(out: str | Path) -> pd.DataFrame:
-    """The results of a run directory as one DataFrame (one row per result row)."""
+    """The results of a run directory as one DataFrame (one row per result row), in the
+    plan's point order (as results.jsonl)."""
     out = Path(out)
+    keys = records.read_json(out / "manifest.json").get("point_keys", []) \
+        if (out / "manifest.json").exists() else []
     with Store(out / "store.sqlite", readonly=True) as store:
-        return _frame(store)
+        return pd.DataFrame(_flat(_in_plan_order(store.done(), keys)))
 
 
-def _frame(store: Store) -> pd.DataFrame:
-    rows: list[dict[str, Any]] = []
-    for rec in store.done():
-        params = rec["params"]
-        for r in rec["rows"]:
-            rows.append({**params, **r, "point": rec["key"]})
-    return pd.DataFrame(rows)
+def _in_plan_order(done: list[dict[str, Any]], point_keys: list[str]) -> list[dict[str, Any]]:
+    """Stored points in the plan's order, not the order they finished in (which depends on
+    the workers): claims are sums over rows, and a sum's last bits depend on its order."""
+    order = {k: i for i, k in enumerate(point_keys)}
+    return sorted(done, key=lambda r: (order.get(r["key"], len(order)), r["key"]))
+
+
+def _flat(done: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**rec["params"], **r, "point": rec["key"]} for rec in done for r in rec["rows"]]
 
 
 def finalize(out: Path, study: Study) -> dict:
@@ -424,14 +429,10 @@ def finalize(out: Path, study: Study) -> dict:
     out = Path(out)
     manifest = records.read_json(out / "manifest.json")
     with Store(out / "store.sqlite", readonly=True) as store:
-        order = {k: i for i, k in enumerate(manifest["point_keys"])}
-        done = sorted(store.done(), key=lambda r: order.get(r["key"], len(order)))
+        done = _in_plan_order(store.done(), manifest["point_keys"])
         failures = store.failures()
-        df = _frame(store)
-    flat = []
-    for rec in done:
-        for r in rec["rows"]:
-            flat.append({**rec["params"], **r, "point": rec["key"]})
+    flat = _flat(done)
+    df = pd.DataFrame(flat)  # the claims see the rows in this order whatever order they finished in
     records.write_jsonl(out / "results.jsonl", flat)
     figdir = out / "figures"
     figdir.mkdir(exist_ok=True)
