@@ -951,7 +951,7 @@ def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
 
 
 def _nonlazy_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure | None:
-    two = v[(v["depth"] == 2) & v["init"].isin(["he", "small"])]
+    two = _same_output_as_he(v[(v["depth"] == 2) & v["init"].isin(["he", "small"])])
     if two["init"].nunique() < 2:
         return None
     fig, axes = subplots(1, 2, panel=(3.4, 2.6))
@@ -977,7 +977,8 @@ def _nonlazy_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -
 
 
 def _kappa_figure(df: pd.DataFrame, f: pd.DataFrame, ctx: Context) -> Figure | None:
-    ep = df[(df["kind"] == "epoch") & (df["depth"] == 2) & df["init"].isin(["he", "small"])]
+    ep = _same_output_as_he(df[(df["kind"] == "epoch") & (df["depth"] == 2) & df["init"].isin(["he", "small"])])
+    f = _same_output_as_he(f)
     if ep.empty:
         return None
     fig, axes = subplots(1, 2, panel=(3.4, 2.6))
@@ -1010,6 +1011,58 @@ def _kappa_figure(df: pd.DataFrame, f: pd.DataFrame, ctx: Context) -> Figure | N
                   "and falling with width, the non-lazy init growing and an order of magnitude larger.")
 
 
+def _early_figure(f: pd.DataFrame, ctx: Context) -> Figure | None:
+    if "stability_early" not in f.columns or "output" not in f.columns:
+        return None
+    small = f[(f["init"] == "small") & (f["depth"] == 2) & (f["output"] == "single") & f["stability_early"].notna()]
+    if small["width"].nunique() < 2:
+        return None
+    fig, axes = subplots(1, 2, panel=(3.4, 2.6))
+    epoch = int(small["early_epoch"].iloc[0])
+    mean_band(axes[0], small, "width", "stability_early", color=COLORS[1], label=f"small init, epoch {epoch}",
+              band="minmax")
+    mean_band(axes[1], small, "width", "train_loss_early", color=COLORS[1], band="minmax")
+    log_axes(axes[0])
+    log_axes(axes[1], y=False)
+    for ax in axes:
+        ax.set_xlabel("width m")
+    axes[0].set_ylabel("stability P(f, ε), early")
+    axes[1].set_ylabel(f"training loss at epoch {epoch}")
+    axes[0].legend()
+    label_panels(axes)
+    save(fig, ctx.figdir / "nonlazy_early.png")
+    return Figure("figures/nonlazy_early.png", "Non-lazy width early in training (Thm 3)",
+                  f"(a) Stability at the end of epoch {epoch} against width for the two-layer network with one "
+                  "output, the squared loss and the small initialisation (Thm 3's setting), mean and min–max over "
+                  "seeds, log–log. Thm 3 expects a fall with width. (b) The training loss at that moment: the "
+                  "window is early only while the networks have not yet fitted the training set.")
+
+
+# which claims each figure shows (its caption ends with their measured verdicts)
+FIGURE_CLAIMS = {"stability_vs_width": ("width-peak", "width-peak-n-train"),
+                 "stability_vs_depth": ("depth-init-at-init", "depth-init-trained"),
+                 "lazy_vs_nonlazy": ("nonlazy-width",), "nonlazy_early": ("nonlazy-width-early",),
+                 "kappa": ("kappa",)}
+
+
+def _measured(fig: Figure, by_id: dict[str, Claim]) -> Figure:
+    stem = Path(fig.file).stem
+    ids = next((v for k, v in FIGURE_CLAIMS.items() if stem == k or stem.startswith(k + "_")), ())
+    said = []
+    for cid in ids:
+        if cid not in by_id:
+            continue
+        v = by_id[cid].verdict
+        num = ""
+        if v.effect is not None and v.interval is not None and v.interval[0] is not None:
+            num = f", {v.effect:.3g} [{v.interval[0]:.3g}, {v.interval[1]:.3g}]"
+        said.append(f"{cid} {v.verdict}{num}")
+    if not said:
+        return fig
+    return dataclasses.replace(fig, caption=fig.caption + " Measured in this run: " + "; ".join(said)
+                               + " (claim table).")
+
+
 def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     f = finals(df)
     if f.empty:
@@ -1019,8 +1072,9 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         v, suffix = view(f, p), ("" if i == 0 else f"_{p}")
         out += [_width_figure(v, ctx, p, suffix), _depth_figure(v, ctx, p, suffix),
                 _nonlazy_figure(v, ctx, p, suffix)]
-    out.append(_kappa_figure(df, f, ctx))
-    return [x for x in out if x is not None]
+    out += [_early_figure(f, ctx), _kappa_figure(df, f, ctx)]
+    by_id = {c.id: c for c in claims(df, ctx)}
+    return [_measured(x, by_id) for x in out if x is not None]
 
 
 # ---------------------------------------------------------------------------------------
