@@ -281,8 +281,10 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             early["train_loss"] = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)[0]
             early["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
 
+    t_train = time.perf_counter()
     log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs])
+    t_train = time.perf_counter() - t_train
     tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
     te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
     stab = _per_member_stability(model, data.x_test, base.eps, E, width=act)
@@ -318,6 +320,10 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             continue
         trained = int(log.stopped[e])
         reached = int(log.reached[e])
+        # training FLOPs of this copy (fcn: the matrix products, 6 per weight and sample: forward 2,
+        # backward 4), and the rate the whole ensemble trained at (its wall time, callbacks included)
+        gflop = (6.0 * len(data.x_train) * n_params * trained / 1e9) if base.arch == "fcn" else None
+        ens_gflop = (6.0 * len(data.x_train) * n_params * float(log.stopped.sum()) / 1e9) if gflop is not None else None
         rows = [{"kind": "epoch", "epoch": t + 1, "loss": float(log.loss[e, t]),
                  "train_acc_running": float(log.acc[e, t]), "kappa": float(log.kappa[e, t]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, t]], "lr": log.lr[t]}
@@ -330,7 +336,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "kappa": float(log.kappa[e, trained - 1]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
-                 "seconds": seconds}
+                 "seconds": seconds, "train_seconds": t_train, "train_gflop": gflop,
+                 "gflops": ens_gflop / t_train if ens_gflop is not None and t_train > 0 else None}
         if early:
             final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
                          train_loss_early=float(early["train_loss"][e]))
