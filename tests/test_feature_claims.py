@@ -125,12 +125,12 @@ def test_claim2c_names_the_disagreement():
     assert c.evidence["threat_models_trained"]["linf_all"]["survives"] is False
 
 
-def counter_rows(flip=None):
+def counter_rows(flip=None, seeds=3):
     out = []
     for P in (2, 8, 64):
         for eps in (0.1, 0.4):
             ratio = every_patch_bound(1.0, eps, 3.0, P)
-            for s in range(3):
+            for s in range(seeds):
                 acc = 1.0 if ratio > 1 else 0.0
                 if flip is not None and flip(P, eps):
                     acc = 1.0 - acc
@@ -143,12 +143,18 @@ def counter_rows(flip=None):
 
 
 def test_counter_claim_reproduced_contradicted_inconclusive():
-    c = _claim_every_patch(counter_rows())
+    # 5 judged grid points: full agreement over 3 seeds (15 cells) cannot clear 0.95 (Wilson),
+    # over 80 seeds (400 cells) it does; seeds_needed says how many would
+    few = _claim_every_patch(counter_rows())
+    assert few.decision.verdict == I and few.decision.effect == 1.0 and few.decision.seeds_needed > 3
+    c = _claim_every_patch(counter_rows(seeds=80))
     assert c.decision.verdict == R and "Disagreement with the paper" in c.decision.reason
+    assert c.decision.seeds_needed is None and few.decision.seeds_needed <= 80
     assert c.evidence["robust_where_assumption_holds"] == 0.0  # P = 64, ε = β = 0.4: broken
     # the attack fails where the bound says it wins, at every point: contradicted
     assert _claim_every_patch(counter_rows(flip=lambda P, e: True)).decision.verdict == C
-    # one point (of 5 judged) disagrees, in every seed: agreement 0.8 < 0.95, no spread -> contradicted
+    # one point (of 5 judged) disagrees, in every seed: agreement 0.8 over 15 cells, Wilson
+    # [0.55, 0.93] < 0.95 -> contradicted
     assert _claim_every_patch(counter_rows(flip=lambda P, e: P == 8 and e == 0.1)).decision.verdict == C
     assert _claim_every_patch(df_of([rows("timing")])).decision.verdict == I
 

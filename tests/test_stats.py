@@ -1,6 +1,7 @@
 """The verdict module: estimates against closed forms, one test per verdict state, and
 seeds_needed behaving as a power estimate should."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -214,3 +215,14 @@ def test_seeds_for_power():
     assert n80 / n50 == pytest.approx(((1.96 + 0.8416) / 1.96) ** 2, rel=0.05)
     with pytest.raises(ValueError):
         stats.seeds_for(0.2, 1.0, power=1.0)
+
+
+def test_seeds_needed_for_a_proportion_follows_its_wilson_interval():
+    # all of 15 trials (5 a seed) succeed: the Wilson lower bound n / (n + z²) clears 0.95 first
+    # at n = 73 trials, i.e. 15 seeds of 5 (a t-style rule with the Bernoulli spread p(1−p) = 0
+    # would say one seed)
+    est = dataclasses.replace(stats.proportion_estimate(15, 15), units_per_seed=5.0)
+    assert stats.seeds_needed(est, 0.95) == 15
+    assert stats.proportion_estimate(73, 73).low > 0.95 > stats.proportion_estimate(72, 72).low
+    v = stats.decide(est, threshold=0.95, side="above", seeds=3)
+    assert v.verdict == stats.INCONCLUSIVE and v.seeds_needed == 15 and v.more_seeds == 12

@@ -92,6 +92,7 @@ class Estimate:
     sd: float | None = None
     dof_loss: int = 1
     units_per_seed: float = 1.0
+    kind: str = "t"  # "t": half-width t·sd/√n; "wilson": a proportion's Wilson interval
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -274,11 +275,16 @@ def proportion_estimate(successes: int, n: int, *, level: float = 0.95, what: st
 
     z = float(sps.norm.ppf(0.5 + level / 2))
     p = successes / n
+    low, high = _wilson(p, n, z)
+    return Estimate(p, low, high, n, f"Wilson interval over {n} {what}", level,
+                    math.sqrt(max(p * (1 - p), 1e-12)), kind="wilson")
+
+
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
     den = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return Estimate(p, max(0.0, centre - half), min(1.0, centre + half), n,
-                    f"Wilson interval over {n} {what}", level, math.sqrt(max(p * (1 - p), 1e-12)))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 # ----------------------------------------------------------------------------------------
@@ -341,6 +347,14 @@ class Verdict:
                 "conditions": [c.to_dict() for c in self.conditions], "reason": self.reason}
 
 
+def _gap_decides(low: float, high: float, threshold: float | tuple[float, float], side: str) -> bool:
+    """Does the interval [low, high] lie wholly on one side of the threshold (or band)?"""
+    if isinstance(threshold, tuple):
+        a, b = threshold
+        return (a <= low and high <= b) or high < a or low > b
+    return high < threshold or low > threshold
+
+
 def _gap(value: float, threshold: float | tuple[float, float], side: str) -> float:
     """Distance from the effect to the nearest edge of the decision (0 on it)."""
     if side == "inside":
@@ -359,6 +373,18 @@ def seeds_needed(est: Estimate, threshold: float | tuple[float, float], *, side:
         return None
     gap = _gap(est.value, threshold, side)
     if gap <= 0:
+        return None
+    if est.kind == "wilson":  # the Wilson interval at the observed proportion, over more trials
+        from scipy import stats as sps
+
+        z = float(sps.norm.ppf(0.5 + est.level / 2))
+        limit = max_seeds * est.units_per_seed
+        n = max(1.0, float(est.n))
+        while n <= limit:
+            low, high = _wilson(est.value, n, z)
+            if _gap_decides(low, high, threshold, side):
+                return max(1, math.ceil(n / est.units_per_seed))
+            n = n + max(1.0, est.units_per_seed)
         return None
     if est.sd == 0:
         return max(1, math.ceil((est.dof_loss + 1) / est.units_per_seed))

@@ -629,8 +629,12 @@ def _claim_every_patch(df: pd.DataFrame) -> Claim:
         return _missing("A2d-every-patch-counter-experiment", st, "experiment=counter results")
     far = cnt[(cnt["bound_ratio"] >= AGREE_MARGIN) | (cnt["bound_ratio"] <= 1 / AGREE_MARGIN)]
     agree = ((far["threat_linf_all"] >= 0.5) == (far["bound_ratio"] > 1)).astype(float)
-    per_seed = agree.groupby(far["seed"]).mean()
-    e = stats.mean_estimate(per_seed)
+    # a proportion over (grid point, seed) cells with its Wilson interval: a t interval over the
+    # per-seed shares has zero width whenever the few seeds happen to agree on the same share
+    # (the grid is discrete), and then claimed a decision the data do not carry
+    n_seeds = max(1, int(far["seed"].nunique()))
+    e = stats.proportion_estimate(int(agree.sum()), int(len(agree)), what="grid points × seeds")
+    e = dataclasses.replace(e, units_per_seed=len(agree) / n_seeds)
     v = stats.decide(e, threshold=AGREE_MIN, side="above", reason="share of grid points the bound predicts")
     if v.verdict == stats.REPRODUCED:
         v = dataclasses.replace(v, reason=v.reason + ". " + FINDING)
