@@ -134,7 +134,8 @@ def test_width_depth_study_end_to_end_on_standard_files(tmp_path, dataset):
                "--set", "mc_samples=0", "--grid", "width=2,4,8", "--grid", "depth=2,3"])
     assert rc == 0
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert {r["dataset"] for r in results} == {dataset} and {r["n_train"] for r in results if "n_train" in r} == {20}
+    # 20 training points, or fewer in the two-class (Thm 3) block when the tiny file holds fewer of those
+    assert {r["dataset"] for r in results} == {dataset} and max(r["n_train"] for r in results) == 20
     claims = json.loads((out / "claims.json").read_text())
     assert {"width-peak", "depth-init-at-init", "depth-init-trained", "kappa"} <= {c["id"] for c in claims}
     assert all(c["verdict"] in ("reproduced", "contradicted", "inconclusive", "not applicable") for c in claims)
