@@ -265,3 +265,47 @@ def test_monte_carlo_and_attacks_respect_flat_ensembles():
         PGD(Linf(0.2), steps=2, step_size=0.1, early_stop=True)(flat, xs, y)
     with pytest.raises(ValueError, match="Flat"):
         accuracy(flat.eval(), xs, y, batch_size=4)
+
+
+@pytest.mark.parametrize("init,depth", [("lecun", 2), ("lecun", 4), ("he", 3), ("ntk", 4), ("small", 3)])
+def test_expected_stability_at_init_matches_random_networks(init, depth):
+    """The closed form E_W P(f, ε) at initialisation against 4,000 random float64 networks
+    (Seed 002, Table 1 inits): within 4 standard errors, for LeCun's halving per layer and
+    He/NTK's depth-independent value alike."""
+    from robustlab.metrics import expected_stability_at_init
+    from robustlab.models import DeepMLP
+
+    d, m, k, eps, E = 7, 12, 3, 0.3, 4000
+    gens = [torch.Generator().manual_seed(1000 + e) for e in range(E)]
+    net = DeepMLP(d, m, depth, k, init=init, gamma=1.5, generators=gens, dtype=torch.float64)
+    x = torch.randn(d, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    x = (x / x.norm()).expand(E, 1, d).clone().requires_grad_(True)
+    out = net(x)  # (E, 1, k)
+    j2 = torch.zeros(E, dtype=torch.float64)
+    for j in range(k):
+        (g,) = torch.autograd.grad(out[..., j].sum(), x, retain_graph=True)
+        j2 += g.pow(2).sum((1, 2))
+    p = eps**2 * j2 / (d + 2)  # (E,): Def. 3 per network
+    want = expected_stability_at_init(init, d=d, width=m, depth=depth, k=k, eps=eps, gamma=1.5)
+    se = float(p.std()) / math.sqrt(E)
+    assert abs(float(p.mean()) - want) < 4 * se, (float(p.mean()), want, se)
+
+
+def test_expected_stability_at_init_depth_laws():
+    """LeCun halves per layer; He and NTK do not move with depth (exact, float64)."""
+    from robustlab.metrics import expected_stability_at_init
+
+    def f(init, L):
+        return expected_stability_at_init(init, d=784, width=256, depth=L, k=10, eps=0.1)
+
+    for L in range(2, 8):
+        assert f("lecun", L + 1) / f("lecun", L) == pytest.approx(0.5, rel=1e-12)
+        assert f("he", L + 1) == pytest.approx(f("he", L), rel=1e-12)
+        assert f("ntk", L + 1) == pytest.approx(f("ntk", L), rel=1e-12)
+    assert f("he", 2) == pytest.approx(0.1**2 * 2 * 10 / 786, rel=1e-12)
+    assert f("ntk", 5) == pytest.approx(0.1**2 * 784 * 10 / 786, rel=1e-12)
+    assert f("lecun", 4) == pytest.approx(0.1**2 * 10 * 2.0**-3 / 786, rel=1e-12)
+    from robustlab.config import ConfigError
+
+    with pytest.raises(ConfigError):
+        expected_stability_at_init("xavier", d=4, width=4, depth=2, k=1, eps=0.1)

@@ -12,7 +12,12 @@ from .accuracy import (
     robust_correct,
 )
 from .lazy import lazy_ratio, neuron_distance
-from .stability import MonteCarlo, jacobian_fro_sq, perturbation_stability
+from .stability import (
+    MonteCarlo,
+    expected_stability_at_init,
+    jacobian_fro_sq,
+    perturbation_stability,
+)
 
 __all__ = [
     "accuracy",
@@ -22,6 +27,7 @@ __all__ = [
     "input_grad_norm",
     "margins",
     "perturbation_stability",
+    "expected_stability_at_init",
     "jacobian_fro_sq",
     "MonteCarlo",
     "lazy_ratio",

@@ -21,8 +21,9 @@ from torch import nn
 
 from ..attacks import checks
 from ..attacks.threat import uniform_ball_l2
+from ..models.deep import check_architecture, init_variance
 
-__all__ = ["perturbation_stability", "jacobian_fro_sq", "MonteCarlo"]
+__all__ = ["perturbation_stability", "jacobian_fro_sq", "MonteCarlo", "expected_stability_at_init"]
 
 
 class MonteCarlo(NamedTuple):
@@ -135,3 +136,36 @@ def perturbation_stability(
         return MonteCarlo(v.mean(0), v.std(0) / math.sqrt(samples))
     per_draw = v.mean(1)  # (S,): draws independent across s, so their spread is the MC error
     return MonteCarlo(float(per_draw.mean()), float(per_draw.std() / math.sqrt(samples)))
+
+
+def expected_stability_at_init(init: str, *, d: int, width: int, depth: int, k: int, eps: float,
+                               gamma: float | None = None) -> float:
+    """``E_W P(f, ε)`` at initialisation of a bias-free depth-``L`` ReLU network, in closed form.
+
+    For any input ``x ≠ 0`` and weights drawn from the table of Seed 002 (see
+    :func:`robustlab.models.deep.init_variance`)::
+
+        E_W ‖J_x f‖_F² = d · k β_L · Π_{l<L} (m β_l / 2),     P = ε² E_W ‖J_x f‖_F² / (d + 2)
+
+    Why it is exact at finite width: write ``J u = W_L D_{L-1} W_{L-1} … D_1 W_1 u``. Given the
+    layer below (its activation ``h ≠ 0`` and the propagated direction ``v``), the pre-activation
+    ``z_i`` and ``w_i = (W_l v)_i`` of unit ``i`` are jointly Gaussian with mean zero, so
+    ``(z, w) → (−z, −w)`` leaves them in law and ``E[w_i² 1{z_i > 0}] = E[w_i²] / 2 = β_l ‖v‖² / 2``;
+    the ``m`` units are independent given the layer below. The output layer adds ``k β_L``.
+    (A layer whose every unit is dead, probability ``≤ 2^{-m}`` per layer, is ignored.)
+
+    So LeCun (``m β = 1``) halves ``P`` per hidden layer, ``P = ε² k 2^{1−L} / (d + 2)``,
+    while He (``m β = 2``) and NTK keep it constant in depth: ``P = 2 k`` and ``d k`` times
+    ``ε² / (d + 2)``. Seed 002's Thm 1 bounds ``P`` from above by a polynomial in ``L`` for He
+    and NTK; the quantity itself, in expectation at initialisation, does not grow.
+    """
+    check_architecture(width=width, depth=depth, init=init, gamma=gamma)
+    if d < 1 or k < 1:
+        raise ValueError(f"d={d}, k={k}: both must be >= 1")
+    dims = [d] + [width] * (depth - 1) + [k]
+    betas = [init_variance(init, layer=l + 1, n_layers=depth, fan_in=dims[l], fan_out=dims[l + 1],
+                           width=width, gamma=gamma) for l in range(depth)]
+    energy = float(d) * k * betas[-1]
+    for beta in betas[:-1]:
+        energy *= width * beta / 2.0
+    return eps**2 * energy / (d + 2)

@@ -32,11 +32,16 @@ each tested where seed 002 states it (SPEC §C, "where each statement lives"):
    the other seeds) has a mean above 0, for He and LeCun at depth 2 and every deeper swept
    depth; not applicable where a width past the peak did not train.
 2. ``depth-init-at-init`` (Thm 1's lazy regime: at initialisation) — LeCun: slope of log P on
-   L below 0 (the bound says about ln ½); He and NTK: slope of log P on log L above 0.
+   L below 0 (the bound says about ln ½); He and NTK: slope of log P on log L above 0. Beside
+   it, the exact expectation at initialisation (:func:`robustlab.metrics.expected_stability_at_init`):
+   LeCun halves per layer, He and NTK are flat in depth, so the paper's polynomial rise is its
+   upper bound's and the He/NTK parts cannot be reproduced at initialisation (see
+   ``MECHANISM_AT_INIT``; the depth figure draws the closed form).
    ``depth-init-trained`` (§5.4, after training) — the same signs over the depths where every
    seed trained; a width with fewer than ``MIN_DEPTHS`` trained depths is not applicable.
-3. ``nonlazy-width-early`` (Thm 3: early training, squared loss, small init) — not measured
-   by this study (not applicable, with the reason); ``nonlazy-width`` (Fig. 4b, end of
+3. ``nonlazy-width-early`` (Thm 3: early training, squared loss, small init) — the slope of
+   log P on log m at the end of epoch ``early_epoch`` below 0, for one output under the squared
+   loss, while no width has fitted yet; ``nonlazy-width`` (Fig. 4b, end of
    schedule) — the non-lazy slope of log P on log m below 0 and log(P_small / P_He) below 0.
 4. ``kappa`` (§5.2) — at depth 2 and widths ≥ the training-set size: He's growth exponent of
    κ(t) below the non-lazy one, He's final κ falling with width, and the non-lazy κ an order
@@ -63,7 +68,7 @@ from ..config import Config, ConfigError, param
 from ..data import load_images
 from ..data.images import Split
 from ..errors import NumericalError
-from ..metrics import perturbation_stability
+from ..metrics import expected_stability_at_init, perturbation_stability
 from ..models.deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble
 from ..models.ensemble import Flat, fold
 from ..report.plots import COLORS, label_panels, log_axes, mean_band, save, subplots
@@ -336,6 +341,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "kappa": float(log.kappa[e, trained - 1]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
+                 "outputs": 1 if c.output == "single" else data.n_classes,
                  "seconds": seconds, "train_seconds": t_train, "train_gflop": gflop,
                  "gflops": ens_gflop / t_train if ens_gflop is not None and t_train > 0 else None}
         if early:
@@ -425,7 +431,8 @@ def series(v: pd.DataFrame, init: str) -> list[tuple[str, pd.DataFrame]]:
     if not keys:
         return [("", sub)] if len(sub) else []
     out = []
-    for vals, s in sub.groupby(keys, dropna=False):
+    # group on the values' text: a list-valued field (classes) is not hashable
+    for vals, s in sub.groupby([sub[k].astype(str) for k in keys], dropna=False, sort=True):
         vals = vals if isinstance(vals, tuple) else (vals,)
         out.append(("[" + ",".join(f"{k}={x}" for k, x in zip(keys, vals)) + "]", s))
     return out
@@ -599,6 +606,18 @@ def claim_width_moves(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
 
 DEPTH_SIGNS = (("lecun", -1), ("he", 1), ("ntk", 1))
 
+# Why He and NTK cannot "rise" at initialisation (robustlab.metrics.expected_stability_at_init)
+MECHANISM_AT_INIT = (
+    "Closed form (exact at finite width, bias-free ReLU network): E_W ||J_x f||_F^2 = d k beta_L "
+    "prod_{l<L} (m beta_l / 2). LeCun (m beta = 1) halves it per layer; He (m beta = 2) and NTK keep it "
+    "constant in depth. Seed 002's polynomial growth for He and NTK is that of its upper bound (Thm 1), "
+    "not of the quantity: at initialisation the expectation is flat, so the He/NTK parts of this claim "
+    "cannot be reproduced by more seeds; a slight measured fall is Jensen's gap of log P (its seed "
+    "variance grows with depth). closed_form, closed_form_slope and measured_over_closed_form give the "
+    "check per width. Network by network it is exact too: from the same seed He's weights are LeCun's "
+    "times sqrt 2 in every layer and ReLU is positively homogeneous, so P_He = 2^L P_LeCun "
+    "(he_vs_lecun_same_seed): LeCun falling by ln 1/2 per layer and He staying flat are one fact.")
+
 
 def _depth_parts(v: pd.DataFrame, col: str, need_trained: bool) -> tuple[Verdict, dict]:
     """One part per init: LeCun's slope of log ``col`` on L below 0, He's and NTK's slope of
@@ -628,12 +647,63 @@ def _depth_parts(v: pd.DataFrame, col: str, need_trained: bool) -> tuple[Verdict
                 extra = {}
                 if init == "lecun" and verdict.interval and None not in verdict.interval:
                     extra["ln_half_in_interval"] = bool(verdict.interval[0] <= math.log(0.5) <= verdict.interval[1])
+                if col == "stability_init":
+                    extra.update(_closed_form_at_init(sub))
                 ev[f"{init}_m{int(m)}{label}"] = _part(verdict, **extra, curve=_table(curve(sub, "depth", col)))
         if not parts:
             parts = [decide(None, threshold=0.0, reason=f"{init}: no width with >= {MIN_DEPTHS} depths")]
             ev[init] = f"no width with >= {MIN_DEPTHS} depths"
         inits.append(combine(parts, reason=init))
     return combine(inits), ev
+
+
+def closed_form_at_init(row: pd.Series | dict) -> float | None:
+    """``E_W P(f, ε)`` at initialisation for the network of ``row`` (fully connected only;
+    :func:`robustlab.metrics.expected_stability_at_init`), or None where it does not apply."""
+    if row.get("arch", "fcn") != "fcn" or "outputs" not in row or not np.isfinite(row.get("outputs", np.nan)):
+        return None
+    return expected_stability_at_init(str(row["init"]), d=int(row["d"]), width=int(row["width"]),
+                                      depth=int(row["depth"]), k=int(row["outputs"]), eps=float(row["eps"]),
+                                      gamma=float(row["gamma"]) if row["init"] == "small" else None)
+
+
+def _closed_form_at_init(sub: pd.DataFrame) -> dict:
+    """Evidence beside a depth curve at initialisation: the exact expectation per depth, its
+    log-slope (LeCun ln ½ per layer; He and NTK 0), and measured mean / closed form per depth.
+
+    The claim fits the mean over seeds of log P; since log is concave, that sits below
+    log E P by about half the seed-to-seed variance of log P, which grows with depth (the
+    product of more random layers) — so a flat expectation can read as a slight fall."""
+    rows = sub.groupby("depth").first()
+    closed = {int(L): closed_form_at_init({**r.to_dict(), "depth": L}) for L, r in rows.iterrows()}
+    if any(v is None or v <= 0 for v in closed.values()):
+        return {}
+    mean = sub.groupby("depth")["stability_init"].mean()
+    logvar = sub.assign(lp=np.log(sub["stability_init"].where(sub["stability_init"] > 0))).groupby("depth")["lp"].var()
+    Ls = sorted(closed)
+    xs = np.log(Ls) if rows["init"].iloc[0] != "lecun" else np.asarray(Ls, float)
+    slope = float(np.polyfit(xs, np.log([closed[L] for L in Ls]), 1)[0]) if len(Ls) >= 2 else float("nan")
+    return {"closed_form": {str(L): _r(closed[L]) for L in Ls},
+            "closed_form_slope": _r(slope),
+            "measured_over_closed_form": {str(L): _r(float(mean[L]) / closed[L], 3) for L in Ls},
+            "var_log_P_over_seeds": {str(L): _r(float(logvar[L]), 3) for L in Ls if np.isfinite(logvar[L])}}
+
+
+def _he_vs_lecun_same_seed(v: pd.DataFrame) -> dict:
+    """max |log(P_He / P_LeCun) − L ln 2| at initialisation over the (seed, width, depth) that
+    both inits ran: 0 up to rounding (float32 networks), by positive homogeneity."""
+    keys = [k for k in ("seed", "width", "depth", "d", "eps", "outputs", "dataset", "size", "n_test", "classes")
+            if k in v.columns]
+    a = v[v["init"] == "he"].assign(**{k: v[k].astype(str) for k in keys if k == "classes"})
+    b = v[v["init"] == "lecun"].assign(**{k: v[k].astype(str) for k in keys if k == "classes"})
+    if a.empty or b.empty:
+        return {}
+    j = a[keys + ["stability_init"]].merge(b[keys + ["stability_init"]], on=keys, suffixes=("_he", "_lecun"))
+    j = j.drop_duplicates(subset=keys)
+    if j.empty:
+        return {}
+    dev = np.abs(np.log(j["stability_init_he"] / j["stability_init_lecun"]) - j["depth"].astype(float) * math.log(2))
+    return {"pairs": int(len(j)), "max_abs_log_ratio_minus_L_ln2": _r(float(dev.max()), 3)}
 
 
 def claim_depth_at_init(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -645,10 +715,14 @@ def claim_depth_at_init(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                      {"reason": "no final results"}, SOURCE + ", Thm 1")
     v = f.assign(trained=True)
     verdict, ev = _depth_parts(v, "stability_init", need_trained=False)
+    same = _he_vs_lecun_same_seed(v)
+    if same:
+        ev["he_vs_lecun_same_seed"] = same
     ev = {"definition": "stability at initialisation (before any step: the lazy regime holds exactly); LeCun: OLS "
                         "slope of log P on L (seeds pooled as rows) with a 95% t interval below 0; He and NTK: "
                         f"slope of log P on log L above 0; at every width with >= {MIN_DEPTHS} depths; "
-                        "ln_half_in_interval says whether LeCun's slope is consistent with ln(1/2)", **ev}
+                        "ln_half_in_interval says whether LeCun's slope is consistent with ln(1/2)",
+          "mechanism": MECHANISM_AT_INIT, **ev}
     return Claim("depth-init-at-init", statement, verdict, ev, SOURCE + ", Thm 1")
 
 
@@ -940,6 +1014,11 @@ def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
             col = COLORS[n % len(COLORS)]
             mean_band(axes[0, j], sub, "depth", "stability", color=col, label=f"m={m}", band="minmax")
             mean_band(axes[0, j], sub, "depth", "stability_init", color=col, ls=":", marker="", band="minmax")
+            first = sub.groupby("depth").first()
+            cf = [(int(L), closed_form_at_init({**r.to_dict(), "depth": L})) for L, r in first.iterrows()]
+            cf = [(L, p) for L, p in cf if p]
+            if cf:
+                axes[0, j].plot(*zip(*cf), "x", color=col, ms=5, label="closed form at init" if n == 0 else None)
             _acc_panel(axes[1, j], sub, "depth", col)
         axes[0, j].set_yscale("log")
         axes[0, j].set_title(f"init = {init}")
@@ -953,7 +1032,9 @@ def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
     save(fig, ctx.figdir / name)
     return Figure(f"figures/{name}", f"Stability against depth ({PROTOCOLS[protocol]})",
                   f"Top: stability after training (solid, {_when(protocol, v)}; mean and min–max over seeds) and at "
-                  "initialisation (dotted) against depth, one line per width with the fullest depth sweep, log scale. Claim 2 expects LeCun to "
+                  "initialisation (dotted) against depth, one line per width with the fullest depth sweep, log scale; "
+                  "crosses: the exact expectation at initialisation (LeCun halves per layer, He and NTK are flat in "
+                  "depth — the paper's rise for He/NTK is its bound's, not the quantity's). Claim 2 expects LeCun to "
                   "fall and He/NTK to rise with depth. Bottom: the accuracies of the same networks.")
 
 
