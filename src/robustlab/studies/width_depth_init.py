@@ -1014,9 +1014,10 @@ def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
             col = COLORS[n % len(COLORS)]
             mean_band(axes[0, j], sub, "depth", "stability", color=col, label=f"m={m}", band="minmax")
             mean_band(axes[0, j], sub, "depth", "stability_init", color=col, ls=":", marker="", band="minmax")
-            first = sub.groupby("depth").first()
-            cf = [(int(L), closed_form_at_init({**r.to_dict(), "depth": L})) for L, r in first.iterrows()]
-            cf = [(L, p) for L, p in cf if p]
+            # the closed form per row, averaged like the measured values (rows may mix settings)
+            cf_rows = [(int(r["depth"]), closed_form_at_init(r)) for _, r in sub.iterrows()]
+            cf = [(L, float(np.mean([p for LL, p in cf_rows if LL == L and p])))
+                  for L in sorted({L for L, p in cf_rows if p})]
             if cf:
                 axes[0, j].plot(*zip(*cf), "x", color=col, ms=5, label="closed form at init" if n == 0 else None)
             _acc_panel(axes[1, j], sub, "depth", col)
