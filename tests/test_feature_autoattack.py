@@ -1,7 +1,9 @@
-"""A6 cross-check: every robust accuracy the study reports for its image models, measured by
-robustlab's PGD, against torchattacks' AutoAttack pair (APGD-CE + APGD-T, per-sample worst
-case). PGD must come within 0.02 of it: a larger gap means PGD is fooled (gradient masking)
-and the study's robust accuracies are too high. Slow (trains the quick preset's digits models)."""
+"""A6 cross-check: every robust accuracy the study reports for its image models (the final,
+strong evaluation of ``train_images``: worst case per sample over 50-step PGD on cross-entropy
+and on the margin), against torchattacks' AutoAttack pair (APGD-CE + APGD-T, per-sample worst
+case). The study's number must come within 0.02 of it: a larger gap means the evaluation
+attack is too weak (or fooled by gradient masking) and the reported robust accuracies are too
+high. Slow (trains the quick preset's digits models)."""
 
 import pytest
 import torch
@@ -44,15 +46,15 @@ def autoattack_accuracy(net: nn.Module, x, y, eps: float, n_classes: int) -> flo
     return float(ok.float().mean())
 
 
-# Measured (issue 13): the study's evaluation PGD (10 steps, cross-entropy, one random start)
-# reads 0.020–0.036 above APGD-CE + APGD-T on these models (standard: 0.019, 0.022; PGD
-# training: 0.022, 0.036): its robust accuracies are slightly optimistic. The check keeps its
-# 0.02 bound and is marked as a known failure (strict: it is reported when it starts passing).
-KNOWN_GAP = pytest.mark.xfail(strict=True, reason="study PGD within 0.02 of AutoAttack: measured gap up to 0.036")
+# Measured (issue 13, same models): the per-epoch evaluation PGD (10 steps, cross-entropy, one
+# random start), which the study used to report, read 0.019–0.039 above APGD-CE + APGD-T
+# (standard: 0.019, 0.022; PGD training: 0.022, 0.039). The reported number is now the strong
+# final evaluation, measured at −0.003…0.006 from AutoAttack; the per-epoch value is printed
+# beside it.
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", [pytest.param("standard", marks=KNOWN_GAP), pytest.param("pgd", marks=KNOWN_GAP)])
+@pytest.mark.parametrize("method", ["standard", "pgd"])
 def test_pgd_robust_accuracy_matches_autoattack_on_the_quick_digits_models(method):
     torch.manual_seed(0)  # torchattacks draws from the global generator
     cfg = FeatureLearningConfig(experiment="images", method=method, dataset="digits", epochs=6)
@@ -61,16 +63,20 @@ def test_pgd_robust_accuracy_matches_autoattack_on_the_quick_digits_models(metho
     model = SmallCNN(len(seeds), data.x_train.shape[1], data.n_classes, width=cfg.width,
                      generators=[make_generator(s, "small-cnn") for s in seeds])
     spec = cfg.image_spec()
-    train_images(model, data.x_train, data.y_train, data.x_test, data.y_test, spec,
-                 batch_generator=make_generator(0, "image-batches"),
-                 attack_generator=make_generator(0, "image-train-attack"))
-    # the study's own measurement: the evaluation PGD of train_images
-    _, pgd = evaluate_images(model, data.x_test, data.y_test, spec.pgd(steps=spec.eval_pgd_steps),
-                             make_generator(0, "image-eval-attack"))
+    hist = train_images(model, data.x_train, data.y_train, data.x_test, data.y_test, spec,
+                        batch_generator=make_generator(0, "image-batches"),
+                        attack_generator=make_generator(0, "image-train-attack"),
+                        eval_generator=make_generator(0, "image-eval-attack"))
+    assert spec.final_pgd_steps >= 50 and set(spec.final_losses) == {"ce", "margin"}
+    pgd = hist.final_robust_acc  # what the study reports (the image_final row's robust_acc)
+    # the cheap per-epoch attack at the same weights, for the record
+    _, cheap = evaluate_images(model, data.x_test, data.y_test, spec.pgd(steps=spec.eval_pgd_steps),
+                               make_generator(0, "image-eval-attack"))
     gaps = []
     for e in range(len(seeds)):
         aa = autoattack_accuracy(Member(model, e), data.x_test, data.y_test, cfg.image_eps, data.n_classes)
         gaps.append((float(pgd[e]), aa))
-    print(f"{method}: (PGD, AutoAttack) per seed = {gaps}")
+        print(f"{method} seed {seeds[e]}: reported {float(pgd[e]):.4f}, per-epoch PGD {float(cheap[e]):.4f}, "
+              f"AutoAttack {aa:.4f}: gap {float(pgd[e]) - aa:+.4f} (was {float(cheap[e]) - aa:+.4f})")
     for p, aa in gaps:
         assert p - aa <= GAP, f"gradient masking: PGD {p:.3f} vs AutoAttack {aa:.3f} (gap {p - aa:.3f} > {GAP})"

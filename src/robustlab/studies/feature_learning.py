@@ -177,6 +177,9 @@ class FeatureLearningConfig(Config):
     image_batch: int = param(64, "image minibatch", ge=1)
     image_eps: float = param(0.1, "image l_inf budget (pixels in [0, 1])", ge=0)
     image_pgd_steps: int = param(5, "PGD steps in image adversarial training", ge=1)
+    image_final_pgd_steps: int = param(50, "steps of the reported (final) image evaluation: worst case per sample "
+                                       "over PGD on cross-entropy and on the margin, step ε/8 (0: the per-epoch "
+                                       "10-step PGD)", ge=0)
     ilyas: bool = param(True, "run the non-robust-dataset test on the standard model")
     ilyas_steps: int = param(10, "targeted attack steps for the non-robust dataset", ge=1)
 
@@ -216,7 +219,8 @@ class FeatureLearningConfig(Config):
     def image_spec(self, method: str | None = None) -> ImageTrainSpec:
         return ImageTrainSpec(method=method or self.method, epochs=self.epochs, lr=self.image_lr,
                               batch_size=self.image_batch, eps=self.image_eps,
-                              pgd_steps=self.image_pgd_steps, eval_every=self.image_eval_every)
+                              pgd_steps=self.image_pgd_steps, eval_every=self.image_eval_every,
+                              final_pgd_steps=self.image_final_pgd_steps)
 
 
 # ----------------------------------------------------------------------------------------
@@ -445,7 +449,7 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
                                                 generator=g("ilyas-targets"))
         fresh = SmallCNN(E, C, k, width=base.width, generators=[make_generator(s, "ilyas-init") for s in seeds],
                          device=dev)
-        spec = dataclasses.replace(base.image_spec("standard"), eval_pgd_steps=0)
+        spec = dataclasses.replace(base.image_spec("standard"), eval_pgd_steps=0, final_pgd_steps=0)
         h2 = train_images(fresh, x_nr, t_nr, data.x_test, data.y_test, spec, batch_generator=g("ilyas-batches"))
         ilyas = (h2.clean_acc[:, -1], success.cpu())
     out = []
@@ -453,8 +457,11 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
         rows = [{"kind": "epoch", "epoch": int(ep), "loss": float(hist.train_loss[e, j]),
                  "clean_acc": float(hist.clean_acc[e, j]), "robust_acc": float(hist.robust_acc[e, j])}
                 for j, ep in enumerate(hist.epochs.tolist())]
+        # robust_acc: the strong final evaluation (what A6 judges); robust_acc_epoch_pgd: the cheap
+        # per-epoch attack at the same weights, kept to show how much the strong one adds
         rows.append({"kind": "image_final", "clean_acc": float(hist.clean_acc[e, -1]),
-                     "robust_acc": float(hist.robust_acc[e, -1]), "n_test": int(data.y_test.shape[0]),
+                     "robust_acc": float(hist.final_robust_acc[e]),
+                     "robust_acc_epoch_pgd": float(hist.robust_acc[e, -1]), "n_test": int(data.y_test.shape[0]),
                      "chance": 1.0 / k})
         if ilyas is not None:
             rows.append({"kind": "ilyas", "ilyas_acc": float(ilyas[0][e]), "attack_success": float(ilyas[1][e]),
@@ -817,6 +824,9 @@ def _claim_images(df: pd.DataFrame) -> Claim:
         entry = {"eps": _f(sub["image_eps"].iloc[0]), "robust_gain": _est(e),
                  "standard": {"clean": _f(sub[sub["method"] == "standard"]["clean_acc"].mean()), "robust": _f(std.mean())},
                  "pgd_training": {"clean": _f(sub[sub["method"] == "pgd"]["clean_acc"].mean()), "robust": _f(adv.mean())}}
+        if "robust_acc_epoch_pgd" in sub:  # the cheap per-epoch attack at the final weights, for comparison
+            for m, key in (("standard", "standard"), ("pgd", "pgd_training")):
+                entry[key]["robust_epoch_pgd"] = _f(sub[sub["method"] == m]["robust_acc_epoch_pgd"].mean())
         il = _rows(df, "ilyas", experiment="images", dataset=ds)
         if len(il):
             n = int(il["n_test"].sum())
