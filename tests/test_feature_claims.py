@@ -16,7 +16,12 @@ from robustlab.models.patch_cnn import PatchCNN, smoothed_relu
 from robustlab.studies import get_study
 from robustlab.studies.base import plan
 from robustlab.studies.feature_learning import (
+    DIVERGED,
+    QUICK_ETA_ACTIVE,
+    QUICK_ETA_ACTIVE_SEEDS,
+    QUICK_IMAGE_SEEDS,
     QUICK_MAIN_SEEDS,
+    QUICK_STEPS,
     STUDY,
     FeatureLearningConfig,
     _claim_adv_feature_attack,
@@ -284,6 +289,22 @@ def test_claim3_judges_the_slope_only_where_unsaturated():
     assert a.decision.verdict == I and a.decision.seeds_needed > 3  # 9 of 9: Wilson low 0.70 < 0.75
 
 
+def test_claim3_leaves_out_runs_whose_weights_diverged():
+    # crossing time rising with η̃, plus a run at η̃ = 150 that blew up within ten steps (the
+    # "crossing" is the blow-up): it must count neither as a second phase nor in the slope
+    base = eta_rows(lambda eta: 5.0 * eta)
+    a0, b0 = verdicts(base)
+    blown = df_of([final(experiment="eta", method="gradient_step", eta_tilde=150.0, seed=0, cross_step=10.0,
+                         b_peak_step=15, A=13.8, B=7.3, clip_frac_v_phase1=0.19, clip_frac_v_max=0.49,
+                         clip_frac_phase1=0.01)])
+    a, b = verdicts(pd.concat([base, blown], ignore_index=True))
+    assert 13.8 > DIVERGED and b.evidence["regime_counts"]["diverged"] == 1
+    assert b.evidence["diverged"]["cross_step"] == [10.0]
+    assert a.evidence["phases"]["n"] == a0.evidence["phases"]["n"]
+    assert b.evidence["slope_unsaturated"]["effect"] == pytest.approx(b0.evidence["slope_unsaturated"]["effect"])
+    assert b.decision.verdict == C
+
+
 def test_claim3_not_applicable_when_the_assumption_fails():
     df = eta_rows(lambda eta: 3000.0 / eta).assign(assume_violations=VIOLATED)
     assert all(c.decision.verdict == NA for c in _claim_two_phases(df))
@@ -434,7 +455,12 @@ def test_cli_bad_input_one_line_exit_2(tmp_path, capsys, setting):
 def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     assert get_study("feature-learning") is STUDY
     quick = plan(STUDY, preset="quick")
-    assert len(quick.points) == 53 * 3 + 2 * QUICK_MAIN_SEEDS  # experiment=main: 2 methods at its own seed count
+    # blocks at their own seed counts: main (2 methods), the active η̃ range, the images (2 datasets × 2 methods)
+    assert len(quick.points) == (46 * 3 + 2 * QUICK_MAIN_SEEDS + len(QUICK_ETA_ACTIVE) * QUICK_ETA_ACTIVE_SEEDS
+                                 + 4 * QUICK_IMAGE_SEEDS)
+    # the claims about the end state and the crossing share one horizon (A4 pairs eps with main,
+    # A5 pools eps with main, A3 pools eta with main)
+    assert {p.steps for p in quick.points if p.experiment in ("main", "eps", "eta")} == {QUICK_STEPS}
     assert {p.experiment for p in quick.points} == {"main", "eta", "eps", "activation", "attack", "basis",
                                                     "overlap", "counter", "images"}
     assert len(plan(STUDY, preset="paper").points) > len(quick.points)
