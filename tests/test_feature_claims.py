@@ -95,9 +95,9 @@ def test_claim1_inconclusive_on_the_edge_and_not_applicable_when_the_assumption_
     assert bad.decision.verdict == NA and "Assumption 2.3" in bad.decision.reason
 
 
-def test_claim1_inconclusive_without_results():
+def test_claim1_not_applicable_without_results():
     c = _claim_standard(df_of([final(experiment="main", method="gradient_step")]))
-    assert c.decision.verdict == I and "missing" in c.evidence
+    assert c.decision.verdict == NA and "missing" in c.evidence and "not measured" in c.decision.reason
 
 
 # -- claim 2 (a, b, c) and the counter-experiment (d) ------------------------------------------
@@ -161,7 +161,7 @@ def test_counter_claim_reproduced_contradicted_inconclusive():
     # one point (of 5 judged) disagrees, in every seed: agreement 0.8 over 15 cells, Wilson
     # [0.55, 0.93] < 0.95 -> contradicted
     assert _claim_every_patch(counter_rows(flip=lambda P, e: P == 8 and e == 0.1)).decision.verdict == C
-    assert _claim_every_patch(df_of([rows("timing")])).decision.verdict == I
+    assert _claim_every_patch(df_of([rows("timing")])).decision.verdict == NA
 
 
 # -- the every-patch attack against its closed form (hand-set weights, float64) ---------------
@@ -326,7 +326,7 @@ def test_claim4_compares_matching_runs():
     assert ok.decision.verdict == R and ok.evidence["probes_compared"] == 8
     bad = _claim_eps_zero(df_of(probe_rows("standard", 0.4, "main") + probe_rows("gradient_step", 0.0, "eps", 1e-3)))
     assert bad.decision.verdict == C and bad.evidence["max_abs_diff"] == pytest.approx(1e-3)
-    assert _claim_eps_zero(df_of(probe_rows("gradient_step", 0.0, "eps"))).decision.verdict == I
+    assert _claim_eps_zero(df_of(probe_rows("gradient_step", 0.0, "eps"))).decision.verdict == NA
 
 
 def test_claim4_ignores_standard_runs_with_other_settings():
@@ -393,7 +393,7 @@ def test_claim5_contradicted_inconclusive_and_missing():
     noisy = eps_rows(flat)
     noisy["A_minus_B"] = noisy["A_minus_B"] + [0.3 * ((i * 7) % 5 - 2) for i in range(len(noisy))]
     assert _claim_eps_spectrum(noisy).decision.verdict == I
-    assert _claim_eps_spectrum(eps_rows([(0.0, 0.5), (0.2, 0.5)])).decision.verdict == I  # too few values
+    assert _claim_eps_spectrum(eps_rows([(0.0, 0.5), (0.2, 0.5)])).decision.verdict == NA  # too few values
 
 
 # -- claim 6 -------------------------------------------------------------------------------
@@ -421,9 +421,10 @@ def test_claim6_verdicts():
     assert _claim_images(image_rows(0.4, 0.4)).decision.verdict == I
 
 
-def test_all_claims_on_empty_results_are_inconclusive_not_crash():
+def test_all_claims_on_empty_results_are_not_applicable_not_crash():
     out = claims(df_of([rows("timing", seconds=1.0)]), None)
-    assert len(out) == 10 and all(c.decision.verdict == I for c in out)
+    assert len(out) == 10 and all(c.decision.verdict == NA for c in out)
+    assert all("not measured in this run" in c.decision.reason for c in out)
     assert all(isinstance(c.evidence, dict) for c in out)
 
 

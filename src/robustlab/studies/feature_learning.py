@@ -523,7 +523,9 @@ def _rows(df: pd.DataFrame, kind: str, **match) -> pd.DataFrame:
 
 
 def _missing(cid: str, statement: str, what: str) -> Claim:
-    return Claim(cid, statement, stats.Verdict(stats.INCONCLUSIVE, reason=f"no results to judge: {what}"),
+    """A claim this run does not measure (a paper-<experiment> slice, or a grid without the
+    experiment): not applicable — no evidence either way — as width-depth-init does too."""
+    return Claim(cid, statement, stats.not_applicable(f"not measured in this run: needs {what}"),
                  {"missing": what}, SOURCE)
 
 
