@@ -1224,7 +1224,9 @@ PAPER_GRID = (
 # ``robustlab run width-depth-init --preset paper-<name>``.
 PAPER_SLICES = {
     # width-peak: He and LeCun, depth 2 and 3, from under-parameterised (m (d + k) << 4000 k) to
-    # past the interpolation width (m ~ 50); five seeds (the quick preset's power estimate)
+    # past the interpolation width (m ~ 50); five seeds, as every slice (the budget: the quick
+    # preset gives its width blocks 7, from a power estimate at its scale, QUICK_WIDTH_SEEDS; the paper-width
+    # slice measured 2026-11-23 decided its parts at 5)
     "width": ({"init": ["he", "lecun"], "depth": [2, 3], "width": [2**i for i in range(11)]},),
     # width-peak-n-train: depth 2 at two training-set sizes (1000 and all 4000): the peak should
     # move to larger widths with more data (Thm 1 places it at the passage to over-parameterisation)
