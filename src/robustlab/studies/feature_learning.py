@@ -524,7 +524,7 @@ def _rows(df: pd.DataFrame, kind: str, **match) -> pd.DataFrame:
 
 def _missing(cid: str, statement: str, what: str) -> Claim:
     """A claim this run does not measure (a paper-<experiment> slice, or a grid without the
-    experiment): not applicable — no evidence either way — as width-depth-init does too."""
+    experiment): not applicable — no evidence either way, and not a call for more seeds."""
     return Claim(cid, statement, stats.not_applicable(f"not measured in this run: needs {what}"),
                  {"missing": what}, SOURCE)
 
