@@ -61,7 +61,7 @@ What the claims meet at these scales (reported, not hidden):
   per-patch ℓ2 budget, the span of the non-robust features).
 * η̃. The one-step perturbation is recorded per probe: the fraction of its coordinates, and
   of its ``v_y`` coordinates on the non-robust patches, clipped at ±ε. The sweep runs
-  η̃ = 0.5…150 (the quick preset stops at 50: its 600-step horizon cannot hold a crossing at 150). Below η̃ ≈ 5 the attack never reaches ε along ``v_y`` (inactive: standard
+  η̃ = 0.5…150 (the quick preset stops at 50: its 400-step horizon cannot hold a crossing at 150). Below η̃ ≈ 5 the attack never reaches ε along ``v_y`` (inactive: standard
   training in effect, B wins); from 15 up about 10–20% of the ``v_y`` coordinates are clipped
   over phase 1 and the fraction never passed 0.5 (a pilot went to η̃ = 1500): the
   perturbation does not saturate, the dynamics shrink the gradient instead. In the
@@ -1154,8 +1154,7 @@ _SYNTH = [
 # changes where a claim's own dynamics or power asked for them (measured 2026-11-24; chosen from
 # the paper's statements and power estimates, never from a verdict; the thresholds are untouched):
 #
-# * Horizon, 600 steps for experiments main, eps and eta (400 until 2026-11-24, then the paper
-#   preset's 600, for A2b's power: see "Seeds of main"). A2a/A2b/A5 are statements about the
+# * Horizon, 400 steps for experiments main, eps and eta. A2a/A2b/A5 are statements about the
 #   end state of adversarial training, A3a/A3b about the crossing of A over B. Of 32 one-step
 #   runs traced to 600 steps (seeds 200–215, 400–415), 8 were still mid-switch to the robust
 #   feature at step 200 (feature-attack accuracy 0.45–0.78; 5 had not crossed yet: at 255–430
@@ -1164,18 +1163,13 @@ _SYNTH = [
 #   200). The three blocks share the horizon because A4 pairs eps=0 with main's standard runs,
 #   A5 pools eps with main, and A3 pools eta with main (mixing horizons would censor crossing
 #   times differently per η̃). The paper preset keeps 600 steps.
-# * Seeds of main: 48 (about 3 s a seed at 600 steps). A2a's power estimate at 400 steps (A − B 0.21, sd
+# * Seeds of main: 16 (about 3 s a seed). A2a's power estimate at 400 steps (A − B 0.21, sd
 #   0.13 over the 32 traced seeds) is seeds_for(0.21, 0.13, power=0.8) = 6: decided. A2b
 #   (feature-attack accuracy against 0.9) is not: a few seeds stay stuck below the switch at any
 #   horizon (one never crossed in 600 steps, one settled at 0.83); the mean is 0.93 (sd 0.16) at
 #   400 steps and 0.96 (sd 0.11) at 600, and seeds_for asks 95 (power 0.5) to 190 (0.8) seeds at
-#   400, 18–34 at 600. At 400 steps and 16 seeds A2b read R R I R R over base seeds 0–400.
-#   Re-measured on a quiet machine the whole quick reproduce took 156 s (the 250 s recorded
-#   before were under load), which leaves room for the 600-step horizon and
-#   seeds_for(0.96, 0.11, 0.9, power=0.95) = 47 -> 48 seeds: power 0.95, so that a rerun with
-#   other base seeds decides it the same way (power 0.8, 29 seeds, would move about 1 run in 5).
-#   A2a at 600 steps needs far fewer. (The paper preset, m = 8 and P = 64, gives A2b 0.994
-#   [0.983, 1.005] on 5 seeds.)
+#   400, 18–34 at 600. Neither fits the quick budget, so A2b keeps 16 seeds and may read
+#   inconclusive (the paper preset, m = 8 and P = 64, gives 0.994 [0.983, 1.005] on 5 seeds).
 # * η̃ sweep. The quick horizon cannot hold a crossing at η̃ = 150: the crossing time grows with
 #   η̃ (η̃ = 25: 60–315 steps, 50: 100–350, over base seeds 0 and 200; paper-eta's slope +1.08
 #   puts 150 past 600), so its runs were censored, counted as "no second phase" in A3a, and one
@@ -1188,8 +1182,8 @@ _SYNTH = [
 # * Images, 6 seeds (was 3). A6's paired PGD-training − standard gain in robust accuracy was
 #   0.21 with sd 0.10 over seeds on digits (0.20, sd 0.05, on mnist5k) at base seed 0:
 #   seeds_for(0.21, 0.10, power=0.8) = 5, and 6 leaves room for a spread estimated from 3 seeds.
-QUICK_MAIN_SEEDS = 48
-QUICK_STEPS = 600
+QUICK_MAIN_SEEDS = 16
+QUICK_STEPS = 400
 QUICK_ETA_ACTIVE = [25.0, 50.0]
 QUICK_ETA_ACTIVE_SEEDS = 6
 QUICK_IMAGE_SEEDS = 6
@@ -1236,8 +1230,8 @@ STUDY = Study(
     config=FeatureLearningConfig,
     presets={
         "quick": Preset({}, QUICK_GRID, n_seeds=3,
-                        description="d=64, P=48, 64 samples, lr 3; 600 steps for main/eta/eps, 200 for the "
-                                    "extensions; 3 seeds (48 for main, 6 for the active η̃ and the images); "
+                        description="d=64, P=48, 64 samples, lr 3; 400 steps for main/eta/eps, 200 for the "
+                                    "extensions; 3 seeds (16 for main, 6 for the active η̃ and the images); "
                                     "digits + mnist5k (14x14, 1000 images)"),
         "paper": Preset(PAPER_BASE, PAPER_GRID, n_seeds=5,
                         description="P=64, 200 samples, m=8, 600 steps, 20-step PGD, 5 seeds; full mnist5k"),
