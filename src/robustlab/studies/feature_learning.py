@@ -1170,6 +1170,11 @@ _SYNTH = [
 #   400 steps and 0.96 (sd 0.11) at 600, and seeds_for asks 95 (power 0.5) to 190 (0.8) seeds at
 #   400, 18–34 at 600. Neither fits the quick budget, so A2b keeps 16 seeds and may read
 #   inconclusive (the paper preset, m = 8 and P = 64, gives 0.994 [0.983, 1.005] on 5 seeds).
+#   Measured, not assumed: 600 steps with seeds_for(0.96, 0.11, 0.9, power=0.95) = 48 seeds made
+#   feature-learning quick take 195 s on 2 workers (the 48-seed main group alone 190 s of CPU,
+#   6.6 ms a seed-step against 4.8 at 16 seeds: the ensemble is memory-bound) and the whole quick
+#   reproduce about 285 s, over its 5-minute budget under any load; so A2b stays power-limited
+#   here (R R I R R over base seeds 0–400) and is decided by the paper preset.
 # * η̃ sweep. The quick horizon cannot hold a crossing at η̃ = 150: the crossing time grows with
 #   η̃ (η̃ = 25: 60–315 steps, 50: 100–350, over base seeds 0 and 200; paper-eta's slope +1.08
 #   puts 150 past 600), so its runs were censored, counted as "no second phase" in A3a, and one
