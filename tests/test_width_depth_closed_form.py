@@ -78,3 +78,20 @@ def test_series_splits_on_a_list_valued_field():
                       "seed": [0, 0, 0, 0]})
     labels = [label for label, _ in W.series(v, "he")]
     assert labels == ["[classes=[0, 1]]", "[classes=[]]"]
+
+
+def test_flat_closed_form_makes_an_inconclusive_he_part_undecidable_by_seeds():
+    """He at initialisation, measured around its flat expectation: the part is inconclusive and
+    says no seed count decides it (seeds_needed None), rather than quoting a formula's number."""
+    rows = []
+    for L in (2, 3, 4, 5):
+        for s in range(4):
+            want = expected_stability_at_init("he", d=6, width=32, depth=L, k=3, eps=0.1)
+            p = want * (1 + 0.1 * (-1) ** (s + L))
+            rows.append({"kind": "final", "init": "he", "depth": L, "width": 32, "seed": s, "d": 6, "eps": 0.1,
+                         "outputs": 3, "arch": "fcn", "gamma": 2.0, "stability_init": p, "stability": p,
+                         "trained": True, "train_acc": 0.1, "test_acc": 0.1, "train_loss": 2.3})
+    verdict, ev = W._depth_parts(pd.DataFrame(rows), "stability_init", need_trained=False)
+    part = ev["he_m32"]
+    assert part["verdict"] == "inconclusive" and part["seeds_needed"] is None
+    assert "flat in depth" in part["reason"] and part["closed_form_slope"] == pytest.approx(0.0, abs=1e-9)

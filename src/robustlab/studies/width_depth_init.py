@@ -643,12 +643,18 @@ def _depth_parts(v: pd.DataFrame, col: str, need_trained: bool) -> tuple[Verdict
                 est = slope_estimate(use["depth"], use[col], log_x=sign > 0, log_y=True)
                 verdict = decide(est, threshold=0.0, side="below" if sign < 0 else "above", conditions=conds,
                                  reason=f"{init} m={int(m)}{label}")
-                parts.append(verdict)
                 extra = {}
                 if init == "lecun" and verdict.interval and None not in verdict.interval:
                     extra["ln_half_in_interval"] = bool(verdict.interval[0] <= math.log(0.5) <= verdict.interval[1])
                 if col == "stability_init":
                     extra.update(_closed_form_at_init(sub))
+                    flat = extra.get("closed_form_slope") is not None and abs(extra["closed_form_slope"]) < 1e-9
+                    if flat and verdict.verdict == INCONCLUSIVE:
+                        # the true slope sits on the threshold: seeds_needed would be a formula's number
+                        verdict = dataclasses.replace(verdict, seeds_needed=None, reason=(
+                            f"{verdict.reason}: the exact expectation at initialisation is flat in depth (closed "
+                            "form), so no number of seeds decides a rise"))
+                parts.append(verdict)
                 ev[f"{init}_m{int(m)}{label}"] = _part(verdict, **extra, curve=_table(curve(sub, "depth", col)))
         if not parts:
             parts = [decide(None, threshold=0.0, reason=f"{init}: no width with >= {MIN_DEPTHS} depths")]
