@@ -700,8 +700,9 @@ def _he_vs_lecun_same_seed(v: pd.DataFrame) -> dict:
     both inits ran: 0 up to rounding (float32 networks), by positive homogeneity."""
     keys = [k for k in ("seed", "width", "depth", "d", "eps", "outputs", "dataset", "size", "n_test", "classes")
             if k in v.columns]
-    a = v[v["init"] == "he"].assign(**{k: v[k].astype(str) for k in keys if k == "classes"})
-    b = v[v["init"] == "lecun"].assign(**{k: v[k].astype(str) for k in keys if k == "classes"})
+    if "classes" in keys:  # a list per row: compare its text
+        v = v.assign(classes=v["classes"].astype(str))
+    a, b = v[v["init"] == "he"], v[v["init"] == "lecun"]
     if a.empty or b.empty:
         return {}
     j = a[keys + ["stability_init"]].merge(b[keys + ["stability_init"]], on=keys, suffixes=("_he", "_lecun"))
