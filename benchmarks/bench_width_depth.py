@@ -4,7 +4,10 @@
 2. Ensemble over seeds against a loop: E = 3 seeds of one grid point trained as one
    ``(E, ·, ·)`` model (``torch.bmm``) against three single-seed models trained one after the
    other — same data, same epochs, same arithmetic — at several widths and depths.
-3. Grid throughput: one epoch of every point of the ``quick`` preset's grid (ensembles of its
+3. The closed-form training step of a ``DeepMLP`` (the default: no autograd, the momentum
+   update fused into the weight-gradient product) against autograd, as a fraction of the
+   matmul rate, at the widths >= 256 where the products dominate.
+4. Grid throughput: one epoch of every point of the ``quick`` preset's grid (ensembles of its
    3 seeds), as training FLOP/s and as a fraction of the matmul rate; and the widest model
    alone as that fraction.
 
@@ -38,12 +41,12 @@ def train_flops(d: int, width: int, depth: int, k: int, n: int, epochs: int, E: 
     return 6.0 * n * sum(a * b for a, b in zip(dims, dims[1:])) * epochs * E
 
 
-def make_trainer(x, y, k, width, depth, E, epochs, *, ensemble: bool):
+def make_trainer(x, y, k, width, depth, E, epochs, *, ensemble: bool, backprop: str = "auto"):
     spec = SGDSpec(epochs=epochs, lr=0.1, batch_size=20, momentum=0.9)
 
     def run_ensemble():
         m = DeepMLP(x.shape[1], width, depth, k, generators=[make_generator(s, "b") for s in range(E)])
-        train_supervised(m, x, y, spec, generators=[make_generator(s, "o") for s in range(E)])
+        train_supervised(m, x, y, spec, generators=[make_generator(s, "o") for s in range(E)], backprop=backprop)
 
     def run_loop():
         for s in range(E):
@@ -51,6 +54,34 @@ def make_trainer(x, y, k, width, depth, E, epochs, *, ensemble: bool):
             train_supervised(m, x, y, spec, generators=[make_generator(s, "o")])
 
     return run_ensemble if ensemble else run_loop
+
+
+def make_training(x, y, k, width, depth, E, epochs, backprop: str):
+    """Train one prebuilt ensemble for ``epochs`` per call (it keeps training across calls)."""
+    spec = SGDSpec(epochs=epochs, lr=0.01, batch_size=20, momentum=0.9)
+    m = DeepMLP(x.shape[1], width, depth, k, generators=[make_generator(s, "b") for s in range(E)])
+    gens = [make_generator(s, "o") for s in range(E)]
+    return lambda: train_supervised(m, x, y, spec, generators=gens, backprop=backprop)
+
+
+def make_products(d, k, width, depth, E, B, steps):
+    """The matrix products of ``steps`` SGD steps alone: forward h·W, backward δ·Wᵀ and the
+    weight gradient hᵀ·δ accumulated into a buffer, at the training shapes."""
+    dims = [d] + [width] * (depth - 1) + [k]
+    Ws = [torch.randn(E, a, b) / a**0.5 for a, b in zip(dims, dims[1:])]
+    bufs = [torch.zeros_like(W) for W in Ws]
+    hs = [torch.randn(E, B, a) for a in dims[:-1]]
+    ds = [torch.randn(E, B, b) for b in dims[1:]]
+
+    def run():
+        for _ in range(steps):
+            for h, W in zip(hs, Ws):
+                torch.bmm(h, W)
+            for l in range(depth - 1, -1, -1):
+                if l:
+                    torch.bmm(ds[l], Ws[l].mT)
+                bufs[l].baddbmm_(hs[l].mT, ds[l], beta=0.9)
+    return run
 
 
 def main() -> None:
@@ -69,27 +100,44 @@ def main() -> None:
                         "loop": make_trainer(x, y, k, width, depth, 3, 2, ensemble=False)})
         print(f"{width:>6} {depth:>5} {t['ens']:>11.3f} {t['loop']:>8.3f} {t['loop'] / t['ens']:>14.2f}")
 
+    print("\ntraining only (the model built once, outside the clock), E=3, 2 epochs: the closed-form step\n"
+          "(fused momentum, the default for DeepMLP) vs autograd, and the step's matrix products alone\n"
+          "(same shapes, nothing else): the ceiling a step can reach at batch 20. Fractions of the rate.")
+    print(f"{'width':>6} {'depth':>5} {'closed s':>9} {'autograd s':>11} {'speed-up':>9} "
+          f"{'closed':>7} {'autograd':>9} {'products':>9}")
+    for width, depth in ((256, 2), (1024, 2), (2048, 2), (512, 3), (256, 4), (1024, 3)):
+        fl = train_flops(d, width, depth, k, N, 2, 3)
+        t = best_times({"c": make_training(x, y, k, width, depth, 3, 2, "auto"),
+                        "a": make_training(x, y, k, width, depth, 3, 2, "autograd"),
+                        "p": make_products(d, k, width, depth, 3, 20, 2 * -(-N // 20))})
+        print(f"{width:>6} {depth:>5} {t['c']:>9.3f} {t['a']:>11.3f} {t['a'] / t['c']:>8.2f}x "
+              f"{fl / t['c'] / rate:>7.2f} {fl / t['a'] / rate:>9.2f} {fl / t['p'] / rate:>9.2f}")
+
     # one epoch of every point of the quick grid, ensembles of its seeds
     p = plan(W.STUDY, preset="quick")
     groups: dict[tuple, int] = {}  # one ensemble per point without its seed, as the sweep runs them
     for c in p.points:
         key = (c.init, c.lr, c.width, c.depth)
         groups[key] = groups.get(key, 0) + 1
-    total_flops, total_t = 0.0, 0.0
+    sums = {"all": [0.0, 0.0], "wide": [0.0, 0.0]}  # [flops, seconds]; wide: widths >= 256
     for (_init, _lr, width, depth), E in groups.items():
-        fn = make_trainer(x, y, k, width, depth, E, 1, ensemble=True)
-        total_t += best_times({"g": fn}, rounds=1)["g"]
-        total_flops += train_flops(d, width, depth, k, N, 1, E)
-    print(f"\nquick grid, one epoch of all {len(p.points)} points ({len(groups)} ensembles): "
-          f"{total_t:.2f} CPU s, {total_flops / total_t / 1e9:.2f} GFLOP/s "
-          f"= {total_flops / total_t / rate:.2f} of the matmul rate")
+        fl = train_flops(d, width, depth, k, N, 1, E)
+        t = best_times({"g": make_training(x, y, k, width, depth, E, 1, "auto")}, rounds=1)["g"]
+        for key in ("all", "wide") if width >= 256 else ("all",):
+            sums[key][0] += fl
+            sums[key][1] += t
+    n_wide = sum(1 for g in groups if g[2] >= 256)
+    print(f"\nquick grid, training only, one epoch of all {len(p.points)} points ({len(groups)} ensembles): "
+          f"{sums['all'][1]:.2f} CPU s, {sums['all'][0] / sums['all'][1] / 1e9:.2f} GFLOP/s "
+          f"= {sums['all'][0] / sums['all'][1] / rate:.2f} of the matmul rate")
+    print(f"  its {n_wide} ensembles of width >= 256: {sums['wide'][0] / sums['wide'][1] / 1e9:.2f} GFLOP/s "
+          f"= {sums['wide'][0] / sums['wide'][1] / rate:.2f} of the matmul rate")
 
     _i, _l, width, depth = max(groups, key=lambda g: train_flops(d, g[2], g[3], k, N, 1, 1))
-    t = best_times({"w": make_trainer(x, y, k, width, depth, 3, 2, ensemble=True)})["w"]
+    t = best_times({"w": make_training(x, y, k, width, depth, 3, 2, "auto")})["w"]
     fl = train_flops(d, width, depth, k, N, 2, 3)
-    print(f"widest model (width {width}, depth {depth}, E=3): {fl / t / 1e9:.2f} GFLOP/s "
+    print(f"widest model (width {width}, depth {depth}, E=3), training only: {fl / t / 1e9:.2f} GFLOP/s "
           f"= {fl / t / rate:.2f} of the matmul rate")
-
 
 if __name__ == "__main__":
     main()

@@ -112,6 +112,34 @@ def test_dry_run_counts_points_estimates_time_and_writes_nothing(tmp_path, capsy
     assert list(tmp_path.iterdir()) == []
 
 
+def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(monkeypatch):
+    """A study that counts its points' FLOPs: the samples come from the cheaper half of the
+    groups, the estimate scales their time per FLOP to the whole run, and the floor is the
+    run's FLOPs at the measured matmul rate over the workers."""
+    import dataclasses
+
+    from robustlab.studies import base, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    flops = {0.05: 1e6, 0.1: 2e6, 0.2: 4e6, 0.4: 8e15}  # the last point alone would take hours
+    study = dataclasses.replace(get_study("smoke"), cost=lambda c: flops[c.lr])
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.4"], n_seeds=2)
+    monkeypatch.setattr("robustlab.utils.matmul_rate", lambda threads=None: 1e10)
+    ran = []
+    real = base.run_sweep
+    monkeypatch.setattr(base, "run_sweep", lambda pts, *a, **k: (ran.append(pts[0].lr), real(pts, *a, **k))[1])
+    e = base.estimate(p, SweepOptions(workers=2), samples=2)
+    assert sorted(ran) == [0.05, 0.1]  # never the expensive group
+    total = 2 * sum(flops.values())
+    assert e["flops"] == pytest.approx(total)
+    assert e["floor_seconds"] == pytest.approx(total / 1e10 / 2)
+    assert e["estimate_seconds"] == pytest.approx(e["sample_seconds"] / (2 * 3e6) * total / 2)
+    # a study without a cost model: evenly spread samples, no floor
+    e = base.estimate(base.plan(get_study("smoke"), grids=["lr=0.05,0.1,0.2,0.4"], n_seeds=2),
+                      SweepOptions(workers=2), samples=2)
+    assert e["floor_seconds"] is None and e["flops"] is None
+
+
 def test_dry_run_still_refuses_bad_input(tmp_path, capsys):
     assert main(["run", "smoke", "--set", "lr=-1", "--dry-run", "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err.startswith("robustlab: error: ")

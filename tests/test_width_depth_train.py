@@ -148,3 +148,31 @@ def test_needs_leading_ensemble_dimension():
     model = DeepMLP(6, 8, 2, 3, generators=[make_generator(0)], dtype=torch.float64)
     with pytest.raises(ValueError, match="leading ensemble"):
         train_supervised(model, x, y, SGDSpec(epochs=1, lr=0.1), generators=[make_generator(0), make_generator(1)])
+
+
+@pytest.mark.parametrize("loss,momentum,stop", [("ce", 0.9, True), ("ce", 0.0, True), ("mse", 0.9, False),
+                                                ("mse", 0.0, False)])
+def test_closed_form_step_equals_autograd(loss, momentum, stop):
+    """The DeepMLP fast path (closed-form backward, fused momentum) against autograd, float64:
+    both losses, with and without momentum, with copies frozen at the target."""
+    x, y = toy(n=40)
+    k = 3
+    if loss == "mse":
+        y, k = torch.where(x[:, 0] > 0, 1.0, -1.0).double(), 1
+    spec = SGDSpec(epochs=12, lr=0.3 if momentum else 0.5, batch_size=7, momentum=momentum, decay_start=8,
+                   lr_step=2, loss=loss, target_loss=0.4 if stop else 0.0, stop_at_target=stop)
+    logs, models = [], []
+    for backprop in ("auto", "autograd"):
+        m = DeepMLP(6, 64, 3, k, generators=[make_generator(s, "i") for s in range(3)], dtype=torch.float64)
+        logs.append(train_supervised(m, x, y, spec, generators=[make_generator(s, "o") for s in range(3)],
+                                     backprop=backprop))
+        models.append(m)
+    for W, R in zip(models[0].weights, models[1].weights):
+        torch.testing.assert_close(W, R, rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(logs[0].loss, logs[1].loss, rtol=1e-9, atol=1e-11, equal_nan=True)
+    assert logs[0].stopped.tolist() == logs[1].stopped.tolist()
+    if stop:
+        assert (logs[0].stopped < 12).any(), "some copy must freeze for the masked update to be tested"
+    with pytest.raises(ValueError, match="backprop"):
+        train_supervised(models[0], x, y, spec, generators=[make_generator(s, "o") for s in range(3)],
+                         backprop="manual")

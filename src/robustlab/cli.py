@@ -156,15 +156,23 @@ def _dry_run(plans: list, options, what: str) -> int:
           "temporary directory; nothing is written", file=sys.stderr, flush=True)
     print(f"{'study':<18}{'points':>8}{'groups':>8}{'sampled':>9}{'sample time':>13}{'estimate':>11}")
     total = 0.0
+    floors = []
     for p in plans:
         e = estimate(p, options, say=lambda m: print(m, file=sys.stderr, flush=True))
         total += e["estimate_seconds"]
+        if e["floor_seconds"] is not None:
+            floors.append(e)
         note = f"  ({e['sample_failed']} sampled points failed)" if e["sample_failed"] else ""
         print(f"{e['study']:<18}{e['points']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
               f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
               flush=True)
-    print(f"estimated wall time: {_fmt_seconds(total)} (sampled groups' mean time x groups / parallel "
-          "workers; points whose cost varies along the grid make it rough)")
+    for e in floors:
+        print(f"{e['study']}: {e['flops'] / 1e12:.1f} TFLOP of matrix products; at this machine's "
+              f"{e['matmul_gflops']:.0f} GFLOP/s per worker ({e['parallel']} in parallel) that alone takes "
+              f"{_fmt_seconds(e['floor_seconds'])}: a floor under any run of this grid here")
+    print(f"estimated wall time: {_fmt_seconds(total)} (the sampled groups' time per group, or per FLOP where "
+          "a study counts them, x the whole run / parallel workers; rough where a point's cost varies along "
+          "the grid)")
     return 0
 
 

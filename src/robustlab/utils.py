@@ -6,7 +6,7 @@ import torch
 
 from .config import UserError
 
-__all__ = ["resolve_device", "make_generator", "derive_seed"]
+__all__ = ["resolve_device", "make_generator", "derive_seed", "matmul_rate"]
 
 
 def resolve_device(name: str = "cpu") -> torch.device:
@@ -35,3 +35,26 @@ def make_generator(seed: int, *salt: int | str, device: torch.device | str = "cp
     g = torch.Generator(device=device)
     g.manual_seed(derive_seed(seed, *salt) if salt else seed)
     return g
+
+
+def matmul_rate(n: int = 1024, threads: int | None = None, reps: int = 4) -> float:
+    """The machine's dense float32 matmul rate in FLOP/s (``n × n`` by ``n × n`` on the CPU,
+    best of three rounds of ``reps`` products, ``threads`` intra-op threads; default: torch's
+    current setting). The yardstick of training rates and of ``--dry-run``'s compute floor."""
+    import time
+
+    old = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        torch.mm(a, b)  # warm-up
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                torch.mm(a, b)
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(old)
+    return 2.0 * n**3 * reps / best

@@ -138,6 +138,10 @@ class Study:
     figures: Callable[[pd.DataFrame, Context], list[Figure]]
     ensemble: bool = False
     max_ensemble: int = 64
+    # the arithmetic of one point in FLOPs (its training's matrix products), where the study
+    # can count it; None when it cannot. ``--dry-run`` then weights its estimate by it and
+    # states the floor the machine's matmul rate puts under the whole run.
+    cost: Callable[[Config], float | None] | None = None
     # where the study comes from, set by the loader (see studies/external.py); None: built-in
     origin: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
 
@@ -370,16 +374,34 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     """Estimate a planned run's wall time without writing anything where the run would go.
 
     Runs ``samples`` groups of points (seeds trained together count as one group, exactly as
-    the run forms them), spread evenly over the grid, through the same sweep code into a
-    store in a temporary directory that is deleted afterwards; the mean time of a group,
-    times the number of groups, over the workers that can run them at once, is the estimate.
-    It is rough where the cost of a point varies along the grid (sizes, widths, epochs that
-    stop early): evenly spread samples see some of that spread, not all of it.
+    the run forms them) through the same sweep code into a store in a temporary directory
+    that is deleted afterwards.
+
+    * Without a cost model the groups are spread evenly over the grid, and the estimate is
+      their mean time × the number of groups / the workers that run at once. It is rough
+      where the cost of a point varies along the grid (sizes, widths, epochs that stop early).
+    * Where the study counts each point's FLOPs (``Study.cost``), the samples are drawn from
+      the cheaper half of the groups (a paper grid's widest group can take hours alone), the
+      estimate is the sampled seconds per FLOP × the run's FLOPs / the workers, and
+      ``floor_seconds`` is the run's FLOPs at the machine's measured matmul rate
+      (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) / the workers:
+      a run dominated by large products cannot finish sooner on this machine. Small points
+      run below that rate, so the estimate leans high where the cost sits in large points.
     """
     study = plan_.study
     groups = group_points(plan_.points, study.ensemble, study.max_ensemble)
+    costs = None
+    if study.cost is not None:
+        per = [[study.cost(c) for c in g] for g in groups]
+        if all(v is not None and v > 0 for g in per for v in g):
+            costs = [float(sum(g)) for g in per]
     k = max(1, min(samples, len(groups)))
-    picked = [groups[round(i * (len(groups) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else groups[:1]
+    if costs is None:
+        pool = list(range(len(groups)))
+    else:  # the cheaper half, in order of cost
+        pool = sorted(range(len(groups)), key=costs.__getitem__)[:max(k, (len(groups) + 1) // 2)]
+    picked_i = [pool[round(i * (len(pool) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else pool[:1]
+    picked = [groups[i] for i in picked_i]
     sample = [p for g in picked for p in g]
     one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
     seconds = 0.0
@@ -396,11 +418,20 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         failed = len(store.failures())
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
-    per_group = seconds / len(picked)
-    return {"study": study.name, "points": len(plan_.points), "groups": len(groups),
-            "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
-            "sample_failed": failed, "parallel": parallel,
-            "estimate_seconds": per_group * len(groups) / parallel}
+    out = {"study": study.name, "points": len(plan_.points), "groups": len(groups),
+           "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
+           "sample_failed": failed, "parallel": parallel, "flops": None, "floor_seconds": None,
+           "matmul_gflops": None}
+    if costs is None:
+        out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
+        return out
+    from ..utils import matmul_rate
+
+    total, sampled = sum(costs), sum(costs[i] for i in picked_i)
+    rate = matmul_rate(threads=options.threads)
+    out.update(flops=total, matmul_gflops=rate / 1e9, floor_seconds=total / rate / parallel,
+               estimate_seconds=seconds / sampled * total / parallel)
+    return out
 
 
 def load(out: str | Path) -> pd.DataFrame:

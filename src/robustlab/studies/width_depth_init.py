@@ -213,6 +213,16 @@ def load_data(cfg: WidthDepthInitConfig) -> Split:
                      cfg.output == "single", cfg.n_train, cfg.n_test)
 
 
+def point_flops(cfg: WidthDepthInitConfig) -> float | None:
+    """FLOPs of one seed's training (fcn: the matrix products, 6 per weight and sample and
+    epoch: forward 2, backward 4 — as the rows' ``train_gflop``); None for the conv archs."""
+    if cfg.arch != "fcn":
+        return None
+    data = load_data(cfg)
+    dims = [data.d] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else data.n_classes]
+    return 6.0 * len(data.x_train) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
+
+
 # ---------------------------------------------------------------------------------------
 # running a point
 
@@ -1285,4 +1295,5 @@ STUDY = Study(
     claims=claims,
     figures=figures,
     ensemble=True,
+    cost=point_flops,
 )

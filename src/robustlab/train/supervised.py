@@ -129,12 +129,22 @@ def member_loss(out: torch.Tensor, y: torch.Tensor, loss: str) -> tuple[torch.Te
     return per, correct
 
 
-def lazy_ratios(params: Sequence[torch.Tensor], init: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``κ`` per copy ``(E,)`` and per copy and layer ``(E, L)`` from stacked parameters."""
+def lazy_ratios(params: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
+                base2: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``κ`` per copy ``(E,)`` and per copy and layer ``(E, L)`` from stacked parameters.
+
+    ``base2``: the squared initial norms ``(E, L)`` if already known (a training loop computes
+    them once instead of re-reading every initial weight each epoch)."""
     diff2 = torch.stack([(p - p0).flatten(1).pow(2).sum(1) for p, p0 in zip(params, init)], 1)  # (E, L)
-    base2 = torch.stack([p0.flatten(1).pow(2).sum(1) for p0 in init], 1)  # (E, L)
+    if base2 is None:
+        base2 = init_norms2(init)
     whole = diff2.sum(1).sqrt() / base2.sum(1).sqrt()
     return whole, diff2.sqrt() / base2.sqrt()
+
+
+def init_norms2(init: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Squared norm of every copy's layer, ``(E, L)``: the denominators of :func:`lazy_ratios`."""
+    return torch.stack([p0.flatten(1).pow(2).sum(1) for p0 in init], 1)
 
 
 @torch.no_grad()
@@ -155,10 +165,63 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str, *, E
     return (tot_loss / len(x)).to(x.dtype), (tot_acc / len(x)).to(x.dtype)
 
 
+def _closed_form_mlp(model: nn.Module, params: Sequence[torch.Tensor]) -> bool:
+    """Whether ``model`` is a plain :class:`DeepMLP` whose weights are exactly ``params``."""
+    from ..models.deep import DeepMLP
+
+    return (type(model) is DeepMLP and len(params) == len(model.weights)
+            and all(p is W for p, W in zip(params, model.weights)))
+
+
+@torch.no_grad()
+def _mlp_step(weights: Sequence[torch.Tensor], bufs: Sequence[torch.Tensor] | None,
+              masks: Sequence[torch.Tensor] | None, xb: torch.Tensor, yb: torch.Tensor,
+              spec: SGDSpec, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """One SGD step of a :class:`DeepMLP` ensemble without autograd; per-sample loss and
+    correctness ``(E, b)`` of the batch before the step.
+
+    Forward ``h_l = ReLU(h_{l-1} W_l)`` keeping each ``h_l``; the output gradient of the
+    per-copy batch mean is ``(softmax − onehot)/b`` (ce) or ``(f − y)/b`` (mse); backward
+    ``δ_{l-1} = (δ_l W_lᵀ) ⊙ 1[h_{l-1} > 0]`` (taken before ``W_l`` moves). The weight
+    gradient ``h_{l-1}ᵀ δ_l`` is never stored: with momentum the product accumulates straight
+    into the buffer (``b ← μ b + hᵀδ``, one ``baddbmm``), without it straight into the weight
+    (``W ← W − lr hᵀδ``). That saves a write and a read of every weight per step, which is
+    what bounds a step at batch sizes of tens (the products have an inner dimension of b).
+    """
+    hs = [xb]
+    h = xb
+    for W in weights[:-1]:
+        h = torch.bmm(h, W).relu_()  # (E, b, m)
+        hs.append(h)
+    out = torch.bmm(h, weights[-1])  # (E, b, k)
+    per, correct = member_loss(out, yb, spec.loss)
+    b = out.shape[1]
+    if spec.loss == "ce":
+        delta = torch.softmax(out, -1)
+        delta.scatter_add_(-1, yb.unsqueeze(-1), torch.full_like(delta[..., :1], -1.0))
+    else:  # mse, k = 1
+        delta = out - yb.unsqueeze(-1).to(out.dtype)
+    delta.div_(b)
+    for l in range(len(weights) - 1, -1, -1):
+        W, a = weights[l], hs[l]
+        back = torch.bmm(delta, W.mT).mul_(a > 0) if l > 0 else None  # δ_{l-1}, with the old W
+        if bufs is not None:
+            bufs[l].baddbmm_(a.mT, delta, beta=spec.momentum)
+            if masks is None:
+                W.add_(bufs[l], alpha=-lr)
+            else:
+                W.addcmul_(bufs[l], masks[l], value=-lr)
+        else:
+            W.baddbmm_(a.mT, delta if masks is None else delta * masks[l], alpha=-lr)
+        delta = back
+    return per, correct
+
+
 def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec, *,
                      generators: Sequence[torch.Generator],
                      on_target: Callable[[torch.Tensor, int], None] | None = None,
-                     on_epoch: Callable[[int], None] | None = None) -> TrainLog:
+                     on_epoch: Callable[[int], None] | None = None,
+                     backprop: str = "auto") -> TrainLog:
     """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
 
     ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
@@ -170,6 +233,11 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     ``on_target(newly, epoch)`` is called, with the model as it stands, after every epoch at
     which some copies (the ``(E,)`` bool mask ``newly``) first reach ``target_loss``;
     ``on_epoch(epoch)`` after every epoch (1-based), before any target bookkeeping.
+
+    ``backprop="auto"`` trains a :class:`~robustlab.models.DeepMLP` (every weight trainable)
+    with its closed-form backward pass and the momentum update fused into the weight-gradient
+    product (:func:`_mlp_step`); other models, or ``backprop="autograd"``, use autograd. Both
+    give the same update up to float rounding (tested in float64).
     """
     E = len(generators)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -177,6 +245,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         raise ValueError(f"every trainable parameter needs a leading ensemble dimension E={E}")
     dev = params[0].device
     init = [p.detach().clone() for p in params]
+    base2 = init_norms2(init)
     bufs = [torch.zeros_like(p) for p in params] if spec.momentum else None
     active = torch.ones(E, dtype=params[0].dtype, device=dev)
     masks = [active.view(E, *([1] * (p.ndim - 1))) for p in params]  # views: follow `active`
@@ -192,6 +261,9 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     lrs: list[float] = []
     steps = 0
     frozen_any = False
+    if backprop not in ("auto", "autograd"):
+        raise ValueError(f"backprop={backprop!r}: one of auto, autograd")
+    closed = backprop == "auto" and _closed_form_mlp(model, params)
     model.train()
     for t in range(T):
         lr = spec.lr_at(t)
@@ -201,19 +273,23 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         run_acc = torch.zeros(E, dtype=torch.float64, device=x.device)
         for i in range(0, N, B):
             idx = perm[:, i:i + B]  # (E, b): each copy its own minibatch
-            out = model(x[idx])  # (E, b, k)
-            per, correct = member_loss(out, y[idx], spec.loss)
-            # copies are independent: the gradient of the sum splits into each copy's own
-            grads = torch.autograd.grad(per.mean(1).sum(), params)
-            with torch.no_grad():
-                steps_ = grads
-                if bufs is not None:
-                    torch._foreach_mul_(bufs, spec.momentum)
-                    torch._foreach_add_(bufs, grads)
-                    steps_ = bufs
-                if frozen_any:  # some copies stopped at the target: mask their update
-                    steps_ = [g * mk for g, mk in zip(steps_, masks)]
-                torch._foreach_add_(params, steps_, alpha=-lr)
+            if closed:
+                per, correct = _mlp_step(params, bufs, masks if frozen_any else None, x[idx], y[idx],
+                                         spec, lr)
+            else:
+                out = model(x[idx])  # (E, b, k)
+                per, correct = member_loss(out, y[idx], spec.loss)
+                # copies are independent: the gradient of the sum splits into each copy's own
+                grads = torch.autograd.grad(per.mean(1).sum(), params)
+                with torch.no_grad():
+                    steps_ = grads
+                    if bufs is not None:
+                        torch._foreach_mul_(bufs, spec.momentum)
+                        torch._foreach_add_(bufs, grads)
+                        steps_ = bufs
+                    if frozen_any:  # some copies stopped at the target: mask their update
+                        steps_ = [g * mk for g, mk in zip(steps_, masks)]
+                    torch._foreach_add_(params, steps_, alpha=-lr)
             steps += 1
             run_loss += per.detach().double().sum(1)
             run_acc += correct.double().sum(1)
@@ -221,7 +297,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         acc_t[:, t] = (run_acc / N).cpu()
         finite &= torch.isfinite(loss_t[:, t])
         with torch.no_grad():
-            whole, layers = lazy_ratios(params, init)
+            whole, layers = lazy_ratios(params, init, base2)
         kappa_t[:, t], kappa_l[:, t] = whole.double().cpu(), layers.double().cpu()
         if on_epoch is not None:
             on_epoch(t + 1)
