@@ -75,8 +75,8 @@ def make_products(d, k, width, depth, E, B, steps):
 
     def run():
         for _ in range(steps):
-            for h, W in zip(hs, Ws):
-                torch.bmm(h, W)
+            for h, weight in zip(hs, Ws):
+                torch.bmm(h, weight)
             for l in range(depth - 1, -1, -1):
                 if l:
                     torch.bmm(ds[l], Ws[l].mT)
