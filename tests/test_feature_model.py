@@ -35,6 +35,21 @@ def test_smoothed_relu_backward_against_finite_differences():
         assert torch.equal(smoothed_relu(z, 3.0, 1.0), smoothed_relu(z.detach(), 3.0, 1.0))
 
 
+@pytest.mark.parametrize("act, q, rho", [("smooth_relu", 3.0, 1.0), ("smooth_relu", 2.5, 0.3),
+                                         ("smooth_relu", 1.0, 0.5), ("relu", 3.0, 1.0), ("gelu", 3.0, 1.0)])
+def test_act_and_grad_in_one_pass_matches_the_closed_forms(act, q, rho):
+    model = PatchCNN(1, 2, 3, 4, activation=act, q=q, rho=rho, dtype=f64, generators=[make_generator(0, "w")])
+    z = torch.linspace(-2.0, 2.0, 401, dtype=f64)  # includes 0 and (for rho = 1, 0.5) rho exactly
+    val, grad, work = z.clone(), torch.empty_like(z), torch.empty_like(z)
+    model.act_and_grad_(val, grad, work)
+    zg = z.clone().requires_grad_(True)
+    (ref_grad,) = torch.autograd.grad(model.act(zg).sum(), zg)
+    assert torch.allclose(val, model.act(z), atol=1e-14)
+    assert torch.allclose(grad, ref_grad, atol=1e-14)
+    if act == "smooth_relu":
+        assert torch.allclose(grad, smoothed_relu_grad(z, q, rho), atol=1e-14)
+
+
 def test_patch_cnn_matches_the_double_sum():
     E, k, m, d, N, P = 2, 3, 4, 5, 6, 7
     model = PatchCNN(E, k, m, d, sigma0=0.5, q=3.0, rho=0.8, dtype=f64,

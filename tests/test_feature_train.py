@@ -9,9 +9,12 @@ from robustlab.attacks import FGSM, PGD, GradientStep
 from robustlab.config import ConfigError
 from robustlab.data.patches import PatchSpec, sample_ensemble
 from robustlab.errors import NumericalError
+from robustlab.models import Flat
 from robustlab.models.patch_cnn import PatchCNN
 from robustlab.train.feature import (
     FeatureTrainSpec,
+    _ClosedFormStep,
+    _objective,
     crossing_step,
     evaluate_patch_cnn,
     train_attack,
@@ -46,6 +49,31 @@ def test_eps_zero_gradient_step_is_standard_training_bit_for_bit():
         assert torch.equal(getattr(h_std, name), getattr(h_adv, name)), name
     h_pos, _ = run("gradient_step", 0.4)
     assert not torch.equal(h_pos.A, h_std.A)  # and a positive budget does change training
+
+
+@pytest.mark.parametrize("act", ["smooth_relu", "relu", "gelu"])
+@pytest.mark.parametrize("method, eps", [("standard", 0.4), ("gradient_step", 0.4), ("gradient_step", 0.05)])
+def test_closed_form_step_matches_autograd_through_the_attack(act, method, eps):
+    # float64: the closed-form loss and weight gradient equal autograd's through GradientStep and
+    # the l-inf projection (eps = 0.05 clips most coordinates, 0.4 fewer)
+    spec = PatchSpec(k=3, P=10, d=12, alpha=1.0, beta=0.4)
+    feats, train, _ = sample_ensemble(spec, [0, 1], 7, 5, make_generator, dtype=torch.float64)
+    model = PatchCNN(2, 3, 4, 12, sigma0=0.3, activation=act, q=2.5, rho=0.3, dtype=torch.float64,
+                     generators=[make_generator(s, "i") for s in (0, 1)])
+    ts = FeatureTrainSpec(method=method, eps=eps, eta_tilde=15.0)
+    loss = _objective(model, train.x, train.y, train_attack(ts), ts, Flat(model, 2).eval(), None)
+    (g,) = torch.autograd.grad(loss.sum(), model.W)
+    loss2, g2 = _ClosedFormStep(model, ts)(train.x, train.y, with_grad=True)
+    assert torch.allclose(loss2, loss.detach(), rtol=1e-12, atol=1e-14)
+    assert torch.allclose(g2, g, rtol=1e-10, atol=1e-14 * float(g.abs().max()))
+
+
+@pytest.mark.parametrize("method", ["gradient_step", "standard"])
+def test_a_member_trains_the_same_in_any_ensemble(method):
+    # copy e's weights do not depend on the other copies: bit for bit, float32
+    _, m2 = run(method, 0.4, steps=6, seeds=(0, 1))
+    _, m1 = run(method, 0.4, steps=6, seeds=(1,))
+    assert torch.equal(m2.W[1], m1.W[0])
 
 
 def test_history_shapes_and_probes_match_the_weights():

@@ -15,6 +15,11 @@ with a small σ₀ so training starts in the polynomial part.
 
 Shapes: weights ``W`` (E, k, m, d); input (E, N, P, d) → logits (E, N, k). Present the
 ensemble to attacks with :class:`robustlab.models.Flat`.
+
+Pre-activations are laid out (E, k·m, N·P) (:meth:`PatchCNN.preactivations_t`): the batched
+GEMM ``W (E, k·m, d) @ xᵀ (E, d, N·P)`` runs about twice as fast on CPU as ``x @ Wᵀ`` with its
+8-wide output, and the weight gradient ``(E, k·m, N·P) @ (E, N·P, d)`` avoids the strided
+``xᵀ @ g`` that autograd takes for the other layout (5× slower, measured at the quick scale).
 """
 
 from __future__ import annotations
@@ -98,20 +103,50 @@ class PatchCNN(nn.Module):
             return torch.relu(z)
         return torch.nn.functional.gelu(z)
 
-    def preactivations(self, x: torch.Tensor) -> torch.Tensor:
-        """⟨w_{i,r}, x_p⟩: (E, N, P, d) → (E, N, P, k, m).
+    def act_and_grad_(self, z: torch.Tensor, grad: torch.Tensor, work: torch.Tensor) -> None:
+        """σ(z) written over ``z`` and σ'(z) into ``grad`` (``work``: scratch of z's shape).
 
-        One batched matmul (E, N·P, d) @ (E, d, k·m): the layout needs no permute, and the
-        sums over patches and neurons below read it in place.
+        No autograd and no allocation (for the smoothed ReLU): with ``t = clamp(z, 0, ρ)/ρ``,
+        ``σ̃'(z) = t^{q-1}`` and ``σ̃(z) = relu(z − ρ) + (ρ/q) t^q``, which is the three
+        pieces of σ̃ at once (above ρ, t = 1: ``z − ρ + ρ/q``). Derivatives at the kinks follow
+        autograd's: 0 at z = 0 for ReLU and the smoothed ReLU.
         """
+        if self.activation == "smooth_relu":
+            q, rho = self.q, self.rho
+            t = torch.clamp(z, 0.0, rho, out=work)
+            if rho != 1.0:
+                t.div_(rho)
+            if q == 1.0:  # t^0 would be 1 at z <= 0
+                torch.sign(z, out=grad).clamp_min_(0.0)
+            else:
+                torch.pow(t, q - 1.0, out=grad)
+            z.sub_(rho).clamp_min_(0.0).addcmul_(t, grad, value=rho / q)
+        elif self.activation == "relu":
+            torch.sign(z, out=grad).clamp_min_(0.0)
+            z.clamp_min_(0.0)
+        else:
+            grad.copy_(torch.ops.aten.gelu_backward(torch.ones_like(z), z))
+            z.copy_(torch.nn.functional.gelu(z))
+
+    def preactivations_t(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """⟨w_{i,r}, x_{n,p}⟩: (E, N, P, d) → (E, k·m, N·P), one batched GEMM (``out``: without grad)."""
         E, N, P, d = x.shape
-        pre = torch.matmul(x.reshape(E, N * P, d), self.W.reshape(E, self.k * self.m, d).transpose(1, 2))
-        return pre.view(E, N, P, self.k, self.m)
+        return torch.bmm(self.W.reshape(E, self.k * self.m, d), x.reshape(E, N * P, d).transpose(1, 2), out=out)
+
+    def logits_from_act(self, a: torch.Tensor, N: int) -> torch.Tensor:
+        """Σ_{r,p} of activations (E, k·m, N·P) → logits (E, N, k)."""
+        E, P = self.E, a.shape[-1] // N
+        return a.view(E, self.k, self.m, N, P).sum(-1).sum(2).transpose(1, 2)
+
+    def preactivations(self, x: torch.Tensor) -> torch.Tensor:
+        """⟨w_{i,r}, x_p⟩: (E, N, P, d) → (E, N, P, k, m) (a permuted view of the GEMM's layout)."""
+        E, N, P, _ = x.shape
+        return self.preactivations_t(x).view(E, self.k, self.m, N, P).permute(0, 3, 4, 1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 4 or x.shape[0] != self.E or x.shape[-1] != self.d:
             raise ValueError(f"PatchCNN expects (E={self.E}, N, P, d={self.d}) input, got {tuple(x.shape)}")
-        return self.act(self.preactivations(x)).sum(dim=(2, 4))  # (E, N, k)
+        return self.logits_from_act(self.act(self.preactivations_t(x)), x.shape[1]).contiguous()  # (E, N, k)
 
     @torch.no_grad()
     def feature_alignment(self, features: torch.Tensor) -> torch.Tensor:
