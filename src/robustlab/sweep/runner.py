@@ -137,6 +137,9 @@ def run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config],
     Warnings issued while the group runs are not printed: each entry carries them as
     ``warnings`` (distinct one-line texts, see :func:`captured_warnings`).
     """
+    from ..utils import retain_freed_memory
+
+    retain_freed_memory()  # in this process or worker: large ensemble tensors are reused, not refaulted
     with captured_warnings() as caught:
         entries = _run_group(fn, group, device, threads)
     if caught:
