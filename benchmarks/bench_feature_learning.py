@@ -2,19 +2,31 @@
 
 E seeds of the patch CNN train with one-step adversarial training (GradientStep, η̃=15,
 ε=0.4) and, separately, standard training, either as one (E, k, m, d) ensemble in a single
-batched pass, or one model per seed in a Python loop. Both produce the same weights (checked),
-so the ratio is pure speed. Two scales: the quick preset's (P=48, d=64, 64 samples), where a
-step is dominated by memory-bound passes over the (E, N, P, d) inputs and batching gains
-little, and a small one (P=16, d=16, 32 samples), where per-step Python and dispatch
-overhead dominate and batching pays. A last line times a whole study point (``run_points``:
-data, training, probes, evaluation) at the quick scale.
+batched pass, or one model per seed in a Python loop over the same code. Both must produce
+the same weights (checked bit for bit: every GEMM of the batch and every elementwise pass is
+per member), so the ratio is pure speed. Two scales, printed side by side with the ratios:
 
-Run: ``python benchmarks/bench_feature_learning.py`` (CPU, one thread, under a minute).
-Times are CPU times of this process (robust to a shared machine), best of interleaved repeats.
+* the quick preset's (P=48, d=64, 64 samples). A one-step-training step of the ensemble is
+  4 batched GEMMs of 2·E·N·P·d·k·m = 25 MFLOP each (E=8), ~1.7 ms at the ~60 GFLOP/s these
+  skinny (k·m = 8) products reach on one core, at E=1 and E=8 alike, plus ~9 passes over the
+  6.3 MB (E, N, P, d) input (~60 MB, L3-resident at ~85 GB/s: ~0.7 ms). The loop does the same
+  FLOPs (its 0.8 MB per seed even stays in L2) and adds per-seed dispatch (~0.25 ms a
+  seed-step). Loop/ensemble is therefore bounded by (GEMM + dispatch) / GEMM ≈ 2 here; 3×
+  would need the loop's dispatch to cost twice a seed's GEMMs.
+* a small one (P=16, d=16, 32 samples), where per-step dispatch dominates and batching pays.
+
+A last line times a whole study point (``run_points``: data, training, probes, evaluation) at
+the quick scale, 60 steps (evaluation, on 200 test points, is most of it there).
+
+Run: ``python benchmarks/bench_feature_learning.py`` (CPU, one thread, about a minute).
+Times are CPU times of this process (robust to a shared machine; the load average is printed),
+best of interleaved repeats. Like the sweep runner, the benchmark first makes glibc keep freed
+memory (:func:`robustlab.utils.retain_freed_memory`).
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import torch
@@ -24,13 +36,12 @@ from robustlab.data.patches import PatchSpec, sample_ensemble
 from robustlab.models.patch_cnn import PatchCNN
 from robustlab.studies.feature_learning import FeatureLearningConfig, run_points
 from robustlab.train.feature import FeatureTrainSpec, train_patch_cnn
-from robustlab.utils import make_generator
+from robustlab.utils import make_generator, retain_freed_memory
 
 E, STEPS = 8, 60
-SCALES = {"quick scale (P=48, d=64, N=64)": (PatchSpec(k=2, P=48, d=64, alpha=1.0, beta=0.4), 64),
-          "small scale (P=16, d=16, N=32)": (PatchSpec(k=2, P=16, d=16, alpha=1.0, beta=0.4), 32)}
-
-
+SCALES = {"quick (P=48, d=64, N=64)": (PatchSpec(k=2, P=48, d=64, alpha=1.0, beta=0.4), 64),
+          "small (P=16, d=16, N=32)": (PatchSpec(k=2, P=16, d=16, alpha=1.0, beta=0.4), 32)}
+METHODS = ("gradient_step", "standard")
 
 
 def train(seeds: list[int], method: str, spec: PatchSpec, n: int) -> torch.Tensor:
@@ -45,23 +56,32 @@ def train(seeds: list[int], method: str, spec: PatchSpec, n: int) -> torch.Tenso
 def main() -> None:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    retain_freed_memory()
     seeds = list(range(E))
-    print(f"patch CNN, {E} seeds x {STEPS} steps, m=4, CPU time, 1 thread")
+    load = os.getloadavg()[0]
+    print(f"patch CNN, {E} seeds x {STEPS} steps, m=4, CPU seconds, 1 thread (load average {load:.1f})")
+    head = "".join(f" | {m:^27s}" for m in METHODS)
+    print(f"{'scale':26s}{head}")
+    print(f"{'':26s}" + " | ensemble     loop  loop/ens" * len(METHODS))
+    mismatches = []
     for scale, (spec, n) in SCALES.items():
-        print(f" {scale}")
-        for method in ("gradient_step", "standard"):
+        cells = []
+        for method in METHODS:
             w_ens = train(seeds, method, spec, n)
             w_loop = torch.cat([train([s], method, spec, n) for s in seeds])
-            err = (w_ens - w_loop).abs().max().item()
+            if not torch.equal(w_ens, w_loop):
+                mismatches.append(f"{scale} {method}: max |W_ens - W_loop| = {(w_ens - w_loop).abs().max().item():.1e}")
             t = best_times({"ensemble": lambda m=method, sp=spec, n=n: train(seeds, m, sp, n),
                             "loop": lambda m=method, sp=spec, n=n: [train([s], m, sp, n) for s in seeds]})
-            print(f"  {method:14s} ensemble {t['ensemble']:6.2f}s   loop {t['loop']:6.2f}s   "
-                  f"loop/ensemble = {t['loop'] / t['ensemble']:5.2f}x   (max |W_ens - W_loop| = {err:.1e})")
+            cells.append(f" | {t['ensemble']:8.3f} {t['loop']:8.3f} {t['loop'] / t['ensemble']:8.2f}x")
+        print(f"{scale:26s}" + "".join(cells))
     cfgs = [FeatureLearningConfig(seed=s, steps=STEPS) for s in seeds]
     t = best_times({"ensemble": lambda: run_points(cfgs, "cpu"),
                     "loop": lambda: [run_points([c], "cpu") for c in cfgs]}, rounds=2)
-    print(f"  run_points     ensemble {t['ensemble']:6.2f}s   loop {t['loop']:6.2f}s   "
-          f"loop/ensemble = {t['loop'] / t['ensemble']:5.2f}x   (whole study point, evaluation included)")
+    print(f"{'run_points, quick, main':26s} | {t['ensemble']:8.3f} {t['loop']:8.3f} {t['loop'] / t['ensemble']:8.2f}x"
+          "   (gradient_step; whole study point, evaluation included)")
+    print("weights: ensemble == loop bit for bit" if not mismatches else "weights DIFFER: " + "; ".join(mismatches))
+    print(f"(load average at the end {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":
