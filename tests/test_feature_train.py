@@ -12,8 +12,8 @@ from robustlab.errors import NumericalError
 from robustlab.models import Flat
 from robustlab.models.patch_cnn import PatchCNN
 from robustlab.train.feature import (
+    ClosedFormStep,
     FeatureTrainSpec,
-    _ClosedFormStep,
     _objective,
     crossing_step,
     evaluate_patch_cnn,
@@ -63,9 +63,13 @@ def test_closed_form_step_matches_autograd_through_the_attack(act, method, eps):
     ts = FeatureTrainSpec(method=method, eps=eps, eta_tilde=15.0)
     loss = _objective(model, train.x, train.y, train_attack(ts), ts, Flat(model, 2).eval(), None)
     (g,) = torch.autograd.grad(loss.sum(), model.W)
-    loss2, g2 = _ClosedFormStep(model, ts)(train.x, train.y, with_grad=True)
+    loss2, g2 = ClosedFormStep(model, ts)(train.x, train.y, with_grad=True)
     assert torch.allclose(loss2, loss.detach(), rtol=1e-12, atol=1e-14)
     assert torch.allclose(g2, g, rtol=1e-10, atol=1e-14 * float(g.abs().max()))
+    x = train.x.detach().requires_grad_(True)  # and the attack's unclipped move, per sample
+    (gx,) = torch.autograd.grad(torch.nn.functional.cross_entropy(model(x).reshape(-1, 3), train.y.reshape(-1),
+                                                                  reduction="sum"), x)
+    assert torch.allclose(ClosedFormStep(model, ts).input_step(train.x, train.y), 15.0 * gx, rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("method", ["gradient_step", "standard"])

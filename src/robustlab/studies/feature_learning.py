@@ -102,6 +102,7 @@ from ..models.small_cnn import SmallCNN
 from ..report.plots import mean_band, plt, save
 from ..train.feature import (
     METHODS,
+    ClosedFormStep,
     FeatureTrainSpec,
     crossing_step,
     evaluate_patch_cnn,
@@ -290,22 +291,19 @@ def _clip_probe(model: PatchCNN, features, train, spec: FeatureTrainSpec):
     """A probe hook recording, per member, the fraction of clipped coordinates of the one-step
     perturbation ``clip_ε(η̃ ∇ₓℓ)`` at the training points: over all coordinates, and over the
     coordinate that matters to the theory, ``⟨δ_p, v_y⟩`` on the non-robust patches."""
-    E, k = model.E, model.k
+    E = model.E
     steps: list[int] = []
     frac_all: list[torch.Tensor] = []
     frac_v: list[torch.Tensor] = []
     v_y = torch.stack([features.v[e][train.y[e]] for e in range(E)]).to(train.x.dtype)  # (E, N, d)
     nr = train.nonrobust.to(train.x.dtype)  # (E, N, P)
 
+    grads = ClosedFormStep(model, spec)  # closed-form input gradients in a reused buffer
+
     def hook(t: int) -> None:
-        x = train.x.detach().requires_grad_(True)
-        with torch.enable_grad():
-            out = model(x)
-            loss = torch.nn.functional.cross_entropy(out.reshape(-1, k), train.y.reshape(-1), reduction="sum")
-            (g,) = torch.autograd.grad(loss, x)  # per-sample gradients (samples do not interact)
-        step = spec.eta_tilde * g.detach()
-        frac_all.append((step.abs() >= spec.eps).float().mean(dim=(1, 2, 3)).cpu())
+        step = grads.input_step(train.x, train.y)  # η̃ ∇ₓℓ_n (E, N, P, d), per-sample gradients
         along = torch.einsum("enpd,end->enp", step, v_y).abs()  # (E, N, P)
+        frac_all.append(step.abs_().ge_(spec.eps).mean(dim=(1, 2, 3)).cpu())  # in place: the buffer is ours
         frac_v.append((((along >= spec.eps).float() * nr).sum(dim=(1, 2)) / nr.sum(dim=(1, 2))).cpu())
         steps.append(t)
 

@@ -35,10 +35,10 @@ from ..models.ensemble import Flat, fold, unfold
 from ..models.patch_cnn import PatchCNN
 
 __all__ = ["FeatureTrainSpec", "FeatureHistory", "train_patch_cnn", "crossing_step", "METHODS",
-           "train_attack", "evaluate_patch_cnn"]
+           "train_attack", "evaluate_patch_cnn", "ClosedFormStep"]
 
 METHODS = ("standard", "gradient_step", "fgsm", "pgd")
-CLOSED_FORM = ("standard", "gradient_step")  # trained by _ClosedFormStep
+CLOSED_FORM = ("standard", "gradient_step")  # trained by ClosedFormStep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,7 +188,7 @@ def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test:
     flat = Flat(model, E).eval()
     attack = train_attack(spec)
     # standard and one-step training take the closed-form gradients (no autograd, no attack object)
-    closed = _ClosedFormStep(model, spec) if spec.method in CLOSED_FORM else None
+    closed = ClosedFormStep(model, spec) if spec.method in CLOSED_FORM else None
     u, v = features.u.to(model.W.dtype), features.v.to(model.W.dtype)
     probe_steps, As, Bs, An, Bn, losses = [], [], [], [], [], []
     eval_steps, cleans, feats, pgds = [], [], [], []
@@ -246,7 +246,7 @@ def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test:
         feature_acc=torch.stack(feats, 1), pgd_acc=torch.stack(pgds, 1))
 
 
-class _ClosedFormStep:
+class ClosedFormStep:
     """The training loss and its weight gradient for standard and one-step adversarial training,
     in closed form: no autograd, and no fresh (E, N, P, d) tensor per step.
 
@@ -274,15 +274,31 @@ class _ClosedFormStep:
         self.eps, self.eta = spec.eps, spec.eta_tilde
         self._buffers: dict[tuple, tuple[torch.Tensor, ...]] = {}
 
-    def _work(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def _work(self, x: torch.Tensor, *, moved: bool) -> tuple[torch.Tensor, ...]:
         E, N, P, d = x.shape
         key = (N, P, d, x.dtype, x.device)
         if key not in self._buffers:  # the training set and (with minibatches) the batch shape
             K = self.model.k * self.model.m
-            pre = [torch.empty(E, K, N * P, dtype=x.dtype, device=x.device) for _ in range(3)]
-            x_adv = torch.empty(E, N * P, d, dtype=x.dtype, device=x.device) if self.adversarial else None
-            self._buffers[key] = (*pre, x_adv)
-        return self._buffers[key]
+            self._buffers[key] = [torch.empty(E, K, N * P, dtype=x.dtype, device=x.device) for _ in range(3)] + [None]
+        work = self._buffers[key]
+        if moved and work[3] is None:
+            work[3] = torch.empty(E, N * P, d, dtype=x.dtype, device=x.device)
+        return tuple(work)
+
+    def _input_step(self, xf: torch.Tensor, y: torch.Tensor, z, s, w, out: torch.Tensor) -> torch.Tensor:
+        """η̃ ∇ₓℓ_n (per-sample loss, unclipped) into ``out`` (E, N·P, d)."""
+        _, c = self._forward(xf, y, z, s, w)
+        g = self._times_c(s, c.mul_(self.eta))  # η̃ folded into c: (E, k·m, N·P)
+        return torch.bmm(g.transpose(1, 2), self.model.W.reshape(xf.shape[0], -1, xf.shape[2]), out=out)
+
+    @torch.no_grad()
+    def input_step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The one-step attack's unclipped move ``η̃ ∇ₓℓ_n`` at ``x`` (E, N, P, d), per-sample
+        cross-entropy, in a buffer reused by the next call (a probe reads it, e.g. the clipped
+        fraction of Study A)."""
+        z, s, w, out = self._work(x, moved=True)
+        E, N, P, d = x.shape
+        return self._input_step(x.reshape(E, N * P, d), y, z, s, w, out).view(E, N, P, d)
 
     def _forward(self, xf: torch.Tensor, y: torch.Tensor, z, s, w) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-sample loss (E, N) and c = ∂ℓ_n/∂F_n (E, N, k); leaves σ'(z) in ``s``."""
@@ -307,12 +323,10 @@ class _ClosedFormStep:
         with respect to ``W`` (E, k, m, d) when ``with_grad``."""
         model = self.model
         E, N, P, d = x.shape
-        z, s, w, x_adv = self._work(x)
+        z, s, w, x_adv = self._work(x, moved=self.adversarial)
         xf = x.reshape(E, N * P, d)
         if self.adversarial:
-            _, c = self._forward(xf, y, z, s, w)
-            g = self._times_c(s, c.mul_(self.eta))  # η̃ folded into c: (E, k·m, N·P)
-            torch.bmm(g.transpose(1, 2), model.W.reshape(E, -1, d), out=x_adv)  # η̃ ∇ₓℓ (E, N·P, d)
+            self._input_step(xf, y, z, s, w, x_adv)  # η̃ ∇ₓℓ (E, N·P, d)
             xf = x_adv.clamp_(-self.eps, self.eps).add_(xf)
         loss, c = self._forward(xf, y, z, s, w)
         if not with_grad:
