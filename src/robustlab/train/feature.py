@@ -262,9 +262,9 @@ class ClosedFormStep:
     returns (up to rounding: the projection there computes ``x + clip((x + η̃g) − x)``);
     ε = 0 skips the move, so it reproduces standard training bit for bit.
 
-    The buffers live as long as the training run: on this CPU, allocating a fresh tensor per
-    step costs page faults that made an elementwise pass over the quick scale's 6 MB ensemble
-    input ~5× slower than the same pass in place. Copy ``e``'s numbers do not depend on E
+    The buffers live as long as this object (a training run, a probe): on the 2-core VM a fresh
+    tensor per step costs page faults, which made an elementwise pass over the quick scale's
+    6 MB ensemble input ~5× slower than the same pass in place. Copy ``e``'s numbers do not depend on E
     (each GEMM of the batch and each elementwise pass is per member).
     """
 
@@ -272,7 +272,7 @@ class ClosedFormStep:
         self.model = model
         self.adversarial = spec.method == "gradient_step" and spec.eps > 0
         self.eps, self.eta = spec.eps, spec.eta_tilde
-        self._buffers: dict[tuple, tuple[torch.Tensor, ...]] = {}
+        self._buffers: dict[tuple, list[torch.Tensor | None]] = {}  # z, σ'(z), scratch, moved points
 
     def _work(self, x: torch.Tensor, *, moved: bool) -> tuple[torch.Tensor, ...]:
         E, N, P, d = x.shape
