@@ -15,6 +15,9 @@ accuracy and robust accuracy under the theory's attack ``δ_p = −ε v_y`` on t
 patches (Prop. 3.2) and under ℓ∞ PGD.
 
 Everything carries the leading ensemble dimension E (independent seeds trained in one pass).
+Standard and one-step (``gradient_step``) training take the loss's input and weight gradients
+in closed form (:class:`ClosedFormStep`, checked against autograd in float64); FGSM and PGD
+training go through the attack objects and autograd.
 """
 
 from __future__ import annotations
