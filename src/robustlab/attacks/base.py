@@ -60,18 +60,19 @@ def forward_and_grad(
     out = model(x)
     if check:  # labels first: a bad label can crash the loss with a less helpful error
         checks.check_labels(out, y)
-    closed = loss_grad_correct(loss_fn, out.detach(), y)
+    z = out.detach()
+    closed = loss_grad_correct(loss_fn, z, y)
     if closed is None:
         loss = loss_fn(out, y)
         (g,) = torch.autograd.grad(loss.sum(), x)
-        loss, ok = loss.detach(), correct(out.detach(), y)
+        loss, ok = loss.detach(), correct(z, y)
     else:
-        loss, dout, ok = closed
-        (g,) = torch.autograd.grad(out, x, dout)
+        loss, dz, ok = closed
+        (g,) = torch.autograd.grad(out, x, dz)
     if check:
-        checks.check_outputs(out)
+        checks.check_outputs(z)
         checks.check_gradients(g)
-    return out.detach(), loss, g, ok
+    return z, loss, g, ok
 
 
 def _check_loss(loss: object) -> None:

@@ -35,7 +35,7 @@ __all__ = ["PGD"]
 
 
 def _rank_offset(loss: object, out: torch.Tensor) -> float | None:
-    """A constant c such that ``loss + c·[misclassified]`` ranks every misclassified row above
+    """A constant c such that ``loss − c·[correct]`` ranks every misclassified row above
     every correctly classified one while keeping the loss order within each group, or None
     for a loss without such a bound (custom callables).
 
@@ -69,7 +69,7 @@ def _ranked_loss_and_grad(
     if offset is None:  # lexicographic (misclassified, loss) folded into one float key
         key = torch.where(ok, torch.atan(value) - math.pi, torch.atan(value) + math.pi)
     else:
-        key = torch.where(ok, value, value + offset)
+        key = torch.add(value, ok, alpha=-offset)  # one op per step
     return key, g, ok, value
 
 
@@ -161,23 +161,25 @@ class PGD(Attack):
         loss_fn, step = get_loss(self.loss), self.step_size
 
         def keep_better(best: torch.Tensor, x_adv: torch.Tensor, better: torch.Tensor) -> torch.Tensor:
-            """``best ← where(better, x_adv, best)`` per row, in place; ``better`` as 0./1. floats."""
+            """``best ← where(better, x_adv, best)`` per row, in place; ``better`` 0./1., ``(M, 1, ...)``."""
             if linf:  # a lerp with weights in {0, 1} is exact on finite values, and unlike where
                 # it is vectorised (~6x faster on CPU); l-inf iterates stay finite (sign(nan) = 0)
-                return best.lerp_(x_adv, better.view(bshape))
-            return torch.where(better.view(bshape) > 0, x_adv, best, out=best)
+                return best.lerp_(x_adv, better)
+            return torch.where(better > 0, x_adv, best, out=best)
 
-        better = torch.empty_like(best_key)  # 1. where a row's iterate beats its worst case so far
+        better = best_key.new_empty(M, *ones)  # 1. where a row's iterate beats its worst case so far
+        better_rows = better.view(M)
         for t in range(self.steps + 1):
             # the last pass only scores the final iterate (no gradient needed)
             key, g, ok, _ = _ranked_loss_and_grad(model, x_adv, ya, self.loss, grad=t < self.steps,
                                                   check=t == 0, loss_fn=loss_fn)
             if rows is None:
-                keep_better(best, x_adv, torch.gt(key, best_key, out=better))
+                torch.gt(key, best_key, out=better_rows)
+                keep_better(best, x_adv, better)
                 torch.fmax(best_key, key, out=best_key)  # fmax: a NaN key never wins
             else:
                 bk = best_key[rows]
-                best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype)))
+                best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype).view(bshape)))
                 best_key.index_copy_(0, rows, torch.fmax(bk, key))
                 if t < self.steps and not bool(ok.all()):  # drop rows misclassified now
                     keep = ok.nonzero().squeeze(1)
