@@ -95,7 +95,9 @@ def _ce_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tens
     yr = y[None]  # (1, N)
     lsm = torch.log_softmax(z.t(), 0)  # (k, N), contiguous
     value = lsm.gather(0, yr).neg_().squeeze(0)
-    dz = lsm.exp_().scatter_add_(0, yr, lsm.new_full(yr.shape, -1.0)).t() if grad else None
+    dz = None
+    if grad:  # back to (N, k) contiguous: user autograd Functions may .view() the incoming grad
+        dz = lsm.exp_().scatter_add_(0, yr, lsm.new_full(yr.shape, -1.0)).t().contiguous()
     return value, dz, z.argmax(1) == y
 
 
