@@ -465,3 +465,52 @@ def test_sigmoid_outputs_warn():
     with pytest.warns(EvaluationWarning, match="sigmoid"):
         FGSM(Linf(0.1))(model, torch.rand(20, 3), y)
     reset_warnings()
+
+
+# --- closed-form logit gradients ------------------------------------------------------
+
+
+@pytest.mark.parametrize("loss", ["ce", "margin"])
+def test_closed_form_logit_gradient_matches_autograd(loss):
+    """Attacks pull back ``dL/dz`` in closed form; in float64 it equals autograd of the loss,
+    ties included (margin: tied maximisers share the gradient, as autograd's amax does)."""
+    from robustlab.attacks.losses import loss_grad_correct
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(200, 5, generator=g, dtype=torch.float64) * 4
+    z[:30] = z[:30].round()  # ties between classes
+    z[30:35] = 0.0  # all classes tied
+    y = torch.randint(0, 5, (200,), generator=g)
+    fn = get_loss(loss)
+    value, dz, ok = loss_grad_correct(fn, z, y)
+    zz = z.clone().requires_grad_(True)
+    ref = fn(zz, y)
+    (ref_dz,) = torch.autograd.grad(ref.sum(), zz)
+    torch.testing.assert_close(value, ref.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(dz, ref_dz, rtol=1e-12, atol=1e-12)
+    assert torch.equal(ok, correct(z, y))
+    assert loss_grad_correct(fn, z, y, grad=False)[1] is None
+    # binary scores and custom losses go through autograd
+    assert loss_grad_correct(fn, z[:, :1], y) is None
+    assert loss_grad_correct(lambda out, yy: fn(out, yy) ** 3, z, y) is None
+
+
+def test_pgd_nan_gradients_leave_a_finite_point():
+    """sign(nan) = 0: a model with NaN input gradients stalls PGD but never returns NaN."""
+
+    class NanGrad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+
+        def forward(self, x):  # same outputs; d/dx sqrt(|x - x|) at 0 is inf, times 0: NaN
+            return self.lin(x) + 0 * torch.sqrt((x - x.detach()).abs()).sum(1, keepdim=True)
+
+    x, y = torch.rand(6, 4), torch.randint(0, 3, (6,))
+    for threat in (Linf(0.1), L2(0.3)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EvaluationWarning)
+            x_adv = PGD(threat, steps=3, step_size=0.05, random_start=True)(
+                NanGrad(), x, y, generator=torch.Generator().manual_seed(0))
+        assert bool(x_adv.isfinite().all())
+        assert bool((threat.norm(x_adv - x) <= threat.eps * (1 + 1e-6)).all())

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..config import ConfigError
 from . import checks
-from .losses import LOSSES, correct
+from .losses import LOSSES, correct, loss_grad_correct
 from .threat import L2, Linf
 
 __all__ = ["Attack", "loss_and_grad", "Bounds"]
@@ -37,8 +37,8 @@ def loss_and_grad(
 
     ``check=True`` runs the output / gradient sanity checks (one host sync each).
     """
-    out, loss, g = forward_and_grad(model, x, y, loss_fn, check=check)
-    return loss, g, correct(out, y)
+    _, loss, g, ok = forward_and_grad(model, x, y, loss_fn, check=check)
+    return loss, g, ok
 
 
 def forward_and_grad(
@@ -48,18 +48,31 @@ def forward_and_grad(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     *,
     check: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Detached outputs, per-sample loss ``(N,)`` and its input gradient (shape of ``x``)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Detached outputs, per-sample loss ``(N,)``, its input gradient (shape of ``x``) and
+    correctness ``(N,)``.
+
+    Built-in multi-class losses take their logit gradient in closed form
+    (:func:`losses.loss_grad_correct`) and pull it back with one ``autograd.grad(out, x, ·)``;
+    other losses go through autograd of ``loss.sum()``.
+    """
     x = x.detach().requires_grad_(True)
     out = model(x)
     if check:  # labels first: a bad label can crash the loss with a less helpful error
         checks.check_labels(out, y)
-    loss = loss_fn(out, y)
-    (g,) = torch.autograd.grad(loss.sum(), x)
+    z = out.detach()
+    closed = loss_grad_correct(loss_fn, z, y)
+    if closed is None:
+        loss = loss_fn(out, y)
+        (g,) = torch.autograd.grad(loss.sum(), x)
+        loss, ok = loss.detach(), correct(z, y)
+    else:
+        loss, dz, ok = closed
+        (g,) = torch.autograd.grad(out, x, dz)
     if check:
-        checks.check_outputs(out)
+        checks.check_outputs(z)
         checks.check_gradients(g)
-    return out.detach(), loss.detach(), g
+    return z, loss, g, ok
 
 
 def _check_loss(loss: object) -> None:

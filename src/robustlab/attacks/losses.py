@@ -3,6 +3,11 @@
 A model maps ``(N, ...)`` to logits ``(N, k)``; a *binary* model returns scores ``(N,)`` or
 ``(N, 1)`` with labels ``y`` in {-1, +1}. The output shape decides which case applies.
 Every loss is *ascended* by attacks: larger means worse for the model.
+
+:func:`loss_grad_correct` gives the built-in multi-class losses, their gradient w.r.t. the
+logits and correctness in closed form, from one max pass: attacks feed that gradient to
+``torch.autograd.grad(out, x, grad_outputs=...)`` instead of building a graph for the loss
+(on small models the loss's own kernels and autograd nodes cost as much as a layer).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ __all__ = [
     "get_loss",
     "correct",
     "margins",
+    "loss_grad_correct",
     "LOSSES",
 ]
 
@@ -78,6 +84,54 @@ def correct(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         f = scores(out)
         return _pm1(y, f) * f > 0
     return out.argmax(1) == y
+
+
+def _ce_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Cross-entropy ``−log softmax(z)_y``, its logit gradient ``softmax(z) − onehot(y)``.
+
+    Computed on the transpose ``(k, N)``: torch's CPU softmax over a short *last* dimension
+    runs row by row (~140 µs at 512 × 10), over dim 0 it is vectorised across samples (~12 µs).
+    """
+    yr = y[None]  # (1, N)
+    lsm = torch.log_softmax(z.t(), 0)  # (k, N), contiguous
+    value = lsm.gather(0, yr).neg_().squeeze(0)
+    dz = None
+    if grad:  # back to (N, k) contiguous: user autograd Functions may .view() the incoming grad
+        dz = lsm.exp_().scatter_add_(0, yr, lsm.new_full(yr.shape, -1.0)).t().contiguous()
+    return value, dz, z.argmax(1) == y
+
+
+def _margin_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Margin loss ``max_{j≠y} z_j − z_y``; gradient ``top/|top| − onehot(y)``, where ``top``
+    marks the maximising j (ties share it equally, as autograd's ``amax`` does)."""
+    yi = y[:, None]
+    others = z.scatter(1, yi, float("-inf"))
+    m = others.amax(1, keepdim=True)
+    value = -(z.gather(1, yi) - m).squeeze(1)
+    dz = None
+    if grad:
+        top = (others == m).to(z.dtype)
+        dz = top.div_(top.sum(1, keepdim=True)).scatter_add_(1, yi, z.new_full(yi.shape, -1.0))
+    return value, dz, z.argmax(1) == y
+
+
+def loss_grad_correct(
+    loss_fn: LossFn, out: torch.Tensor, y: torch.Tensor, *, grad: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None:
+    """Per-sample loss ``(N,)``, its gradient w.r.t. ``out`` (shape of ``out``; None unless
+    ``grad``) and correctness ``(N,)``, in closed form, for :func:`cross_entropy` and
+    :func:`margin_loss` on multi-class logits ``(N, k)``; None otherwise (binary scores,
+    custom callables: use autograd).
+
+    Equal to autograd of the loss up to rounding. ``out`` must be detached (or no-grad).
+    """
+    if out.ndim != 2 or is_binary(out):
+        return None
+    if loss_fn is cross_entropy:
+        return _ce_closed(out, y, grad)
+    if loss_fn is margin_loss:
+        return _margin_closed(out, y, grad)
+    return None
 
 
 LOSSES: dict[str, LossFn] = {"ce": cross_entropy, "margin": margin_loss, "logistic": logistic}

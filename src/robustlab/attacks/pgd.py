@@ -28,14 +28,14 @@ from ..config import ConfigError
 from ..models.ensemble import Flat
 from . import checks
 from .base import Attack, Bounds, _check_loss, forward_and_grad
-from .losses import correct, get_loss, is_binary
+from .losses import correct, get_loss, is_binary, loss_grad_correct
 from .threat import Linf
 
 __all__ = ["PGD"]
 
 
 def _rank_offset(loss: object, out: torch.Tensor) -> float | None:
-    """A constant c such that ``loss + c·[misclassified]`` ranks every misclassified row above
+    """A constant c such that ``loss − c·[correct]`` ranks every misclassified row above
     every correctly classified one while keeping the loss order within each group, or None
     for a loss without such a bound (custom callables).
 
@@ -56,20 +56,20 @@ def _ranked_loss_and_grad(
     """Per row: the rank key, the input gradient (if ``grad``), correctness and the loss."""
     loss_fn = loss_fn or get_loss(loss)
     if grad:
-        out, value, g = forward_and_grad(model, x, y, loss_fn, check=check)
+        out, value, g, ok = forward_and_grad(model, x, y, loss_fn, check=check)
     else:
         with torch.no_grad():
             out = model(x)
             if check:
                 checks.check_labels(out, y)
-            value, g = loss_fn(out, y), None
-    out, value = out.detach(), value.detach()
-    ok = correct(out, y)
+            closed = loss_grad_correct(loss_fn, out, y, grad=False)
+            value, _, ok = closed if closed is not None else (loss_fn(out, y), None, correct(out, y))
+        g = None
     offset = _rank_offset(loss, out)
     if offset is None:  # lexicographic (misclassified, loss) folded into one float key
         key = torch.where(ok, torch.atan(value) - math.pi, torch.atan(value) + math.pi)
     else:
-        key = torch.where(ok, value, value + offset)
+        key = torch.add(value, ok, alpha=-offset)  # one op per step
     return key, g, ok, value
 
 
@@ -159,19 +159,28 @@ class PGD(Attack):
         best_key = torch.full((M,), -math.inf, dtype=x.dtype, device=x.device)
         rows = torch.arange(M, device=x.device) if self.early_stop else None  # rows still attacked
         loss_fn, step = get_loss(self.loss), self.step_size
+
+        def keep_better(best: torch.Tensor, x_adv: torch.Tensor, better: torch.Tensor) -> torch.Tensor:
+            """``best ← where(better, x_adv, best)`` per row, in place; ``better`` 0./1., ``(M, 1, ...)``."""
+            if linf:  # a lerp with weights in {0, 1} is exact on finite values, and unlike where
+                # it is vectorised (~6x faster on CPU); l-inf iterates stay finite (sign(nan) = 0)
+                return best.lerp_(x_adv, better)
+            return torch.where(better > 0, x_adv, best, out=best)
+
+        better = best_key.new_empty(M, *ones)  # 1. where a row's iterate beats its worst case so far
+        better_rows = better.view(M)
         for t in range(self.steps + 1):
             # the last pass only scores the final iterate (no gradient needed)
             key, g, ok, _ = _ranked_loss_and_grad(model, x_adv, ya, self.loss, grad=t < self.steps,
                                                   check=t == 0, loss_fn=loss_fn)
             if rows is None:
-                better = key > best_key
-                torch.where(better.view(bshape), x_adv, best, out=best)
-                torch.where(better, key, best_key, out=best_key)
+                torch.gt(key, best_key, out=better_rows)
+                keep_better(best, x_adv, better)
+                torch.fmax(best_key, key, out=best_key)  # fmax: a NaN key never wins
             else:
                 bk = best_key[rows]
-                better = key > bk
-                best.index_copy_(0, rows, torch.where(better.view(bshape), x_adv, best[rows]))
-                best_key.index_copy_(0, rows, torch.where(better, key, bk))
+                best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype).view(bshape)))
+                best_key.index_copy_(0, rows, torch.fmax(bk, key))
                 if t < self.steps and not bool(ok.all()):  # drop rows misclassified now
                     keep = ok.nonzero().squeeze(1)
                     if keep.numel() == 0:
