@@ -8,7 +8,8 @@
 3. Perturbation stability: the exact identity ε²‖J‖_F²/(d+2) against Monte Carlo with 1,000
    draws: both values and the time ratio.
 
-Run: ``python benchmarks/bench_attacks.py`` (CPU, one thread, about a minute). Times are\nCPU times of the process (robust to a shared machine), best of interleaved repeats.
+Run: ``python benchmarks/bench_attacks.py`` (CPU, one thread, about a minute). Times are
+CPU times of the process (robust to a shared machine), best of interleaved repeats.
 """
 
 from __future__ import annotations
