@@ -174,3 +174,24 @@ def test_closed_form_pgd_is_the_generic_pgd(data):
         torch.testing.assert_close(new, old, rtol=0, atol=1e-12)
         with torch.no_grad():
             assert ((model(new) * y) > 0).float().mean() < ((model(x.expand(E, -1, -1)) * y) > 0).float().mean()
+
+
+@pytest.mark.parametrize("check", ["epoch", "step"])
+def test_inputs_zero_everywhere_are_skipped_exactly(data, check):
+    """Blank input coordinates (MNIST's border) are left out of the GEMMs: the networks are bit
+    for bit those trained without them, and their weights stay at the initialisation."""
+    seeds = [0, 1, 2]
+    plain = _model(seeds)
+    extra = torch.randn(3, 32, 4, generator=make_generator(9, "extra"))
+    padded = TwoLayerReLU(torch.cat([plain.weight.detach(), extra], -1), plain.top, plain.bias.detach(),
+                          plain.top_bias)
+    xp = torch.cat([data.x_train, torch.zeros(len(data.x_train), 4)], -1)
+    kw = dict(radius=torch.tensor([0.4, 0.8, 1e6]), lr=1.0, batch_size=32, max_epochs=12, check=check)
+    log = train_lazy_sgd(plain, data.x_train, data.y_train, generators=_gens(seeds), **kw)
+    log_p = train_lazy_sgd(padded, xp, data.y_train, generators=_gens(seeds), **kw)
+    assert len(set(log.epochs.tolist())) > 1
+    assert torch.equal(log.epochs, log_p.epochs)
+    assert torch.equal(padded.weight[:, :, :12], plain.weight) and torch.equal(padded.bias, plain.bias)
+    assert torch.equal(padded.weight[:, :, 12:], extra)
+    for h, hp in zip(log.history, log_p.history):
+        assert torch.equal(h["train_loss"].nan_to_num(), hp["train_loss"].nan_to_num())
