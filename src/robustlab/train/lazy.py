@@ -374,7 +374,8 @@ def adversarial_examples(model: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, 
 
     The attack of ``attacks.PGD(L2(eps), random_start=False)`` over ``models.Flat(model)``,
     with the input gradient in closed form (:func:`_pgd`; the same examples up to float
-    rounding, 1.5-2× faster)."""
+    rounding; ~1.3× faster per step at N = 800, d = 196, m = 1024, where the two GEMMs are
+    most of a step)."""
     return _pgd(model, x, y, eps=eps, steps=steps,
                 step_size=eps / 40 if step_size is None else step_size, bounds=bounds)
 
