@@ -340,6 +340,8 @@ def _pgd(net: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, *, eps: float, ste
     for t in range(steps + 1):
         act = torch.relu_(_hidden(net, unfold(x_adv, En), out=h_buf))  # (E', N, m)
         out = _top(net, act, scratch)  # (E', N)
+        if t == 0:
+            checks.check_labels(out.reshape(-1), yy.reshape(-1))  # ±1, as attacks.PGD requires
         loss, slope = _loss_and_slope(out, yy, rows, full_E)
         # the rank key of attacks.PGD for the logistic loss: misclassified rows first
         key = torch.where(yy * out > 0, loss, loss + 1.0).reshape(-1)
