@@ -1,6 +1,9 @@
 """The lazy loops as they were before ensembles were compacted (every copy computed until the
 last one stops, a masked update, a per-step gather): the reference the compacted loops
-must match bit for bit. Test code only."""
+must match bit for bit. The SGD reference takes its steps with the same closed-form step
+(:func:`robustlab.train.lazy._logistic_step`, checked against autograd in
+``test_lazy_train.py``), so what it pins down is that compaction changes no bits. Test code
+only."""
 
 from __future__ import annotations
 
@@ -11,10 +14,11 @@ import torch
 from robustlab.models.two_layer import TwoLayerReLU, outside_ball, project_to_ball
 from robustlab.train.lazy import (
     TrainLog,
-    _check_finite,
+    _logistic_step,
     _orders,
-    adversarial_examples,
-    logistic_loss,
+    _pgd,
+    _scores,
+    _trainable,
 )
 
 
@@ -42,7 +46,8 @@ def reference_lazy_sgd(
     E, (N, _) = model.E, x.shape
     if len(generators) != E:
         raise ValueError(f"{len(generators)} generators for {E} copies")
-    params = [p for p in (model.weight, model.bias) if p is not None]
+    net = _trainable(model, torch.arange(E))  # the weight laid out as the training loop holds it
+    params = [p for p in (net.weight, net.bias) if p is not None]
     active = torch.ones(E, dtype=torch.bool, device=x.device)
     stopped = torch.zeros(E, dtype=torch.bool, device=x.device)
     epochs = torch.zeros(E, device=x.device)
@@ -67,19 +72,14 @@ def reference_lazy_sgd(
         for i in range(0, N, batch_size):
             idx = order[:, i:i + batch_size]  # (E, B)
             xb, yb = x[idx], y[idx]  # (E, B, d), (E, B)
-            out = model(xb)  # (E, B)
-            loss = logistic_loss(out, yb).mean(1)  # (E,)
-            _check_finite(loss, "lazy SGD")
-            grads = torch.autograd.grad(loss.sum(), params)  # copies are independent: sum is fine
+            if check == "step":
+                saved = snapshot()
+            out, loss = _logistic_step(net, xb, yb, lr, mask=active.float())  # (E, B), (E,)
             with torch.no_grad():
                 tot_loss += loss * idx.shape[1]
                 tot_acc += ((out * yb) > 0).float().sum(1)
                 if check == "step":
-                    saved = snapshot()
-                for p, g in zip(params, grads):
-                    p -= lr * g * active.reshape(-1, *([1] * (g.ndim - 1)))
-                if check == "step":
-                    out_now = outside_ball(model, radius) & active
+                    out_now = outside_ball(net, radius) & active
                     if out_now.any():
                         revert(saved, out_now)
                         epochs[out_now] += i / N  # the fraction of this epoch it kept
@@ -87,12 +87,13 @@ def reference_lazy_sgd(
                         stopped |= out_now
         with torch.no_grad():
             if check == "epoch":
-                out_now = outside_ball(model, radius) & active
+                out_now = outside_ball(net, radius) & active
                 revert(saved, out_now)
                 active &= ~out_now
                 stopped |= out_now
             epochs[active] += 1
         history.append({"train_loss": tot_loss / N, "train_acc": tot_acc / N, "active": was_active})
+    model.put(torch.arange(E), net)
     return TrainLog(epochs=epochs, stopped=stopped, history=history)
 
 
@@ -119,12 +120,15 @@ def reference_lazy_adversarial(
     over the perturbed set; after every step, each neuron is projected back onto its ball
     ``‖θ_s − θ_s(0)‖ ≤ radius``. A copy stops once its robust training accuracy (the accuracy
     on that epoch's PGD examples) has not beaten its best by ``min_gain`` for ``patience``
-    epochs.
+    epochs. Stopped copies stay in the batch, frozen: not updated (a zero mask) and not
+    re-projected.
     """
     E, (N, _) = model.E, x.shape
     if len(generators) != E:
         raise ValueError(f"{len(generators)} generators for {E} copies")
-    params = [p for p in (model.weight, model.bias) if p is not None]
+    net = _trainable(model, torch.arange(E))  # the weight laid out as the training loop holds it
+    params = [p for p in (net.weight, net.bias) if p is not None]
+    step = eps / 40 if attack_step_size is None else attack_step_size
     active = torch.ones(E, dtype=torch.bool, device=x.device)
     stopped = torch.zeros(E, dtype=torch.bool, device=x.device)
     epochs = torch.zeros(E, device=x.device)
@@ -134,10 +138,9 @@ def reference_lazy_adversarial(
     for _ in range(max_epochs):
         if not active.any():
             break
-        x_adv = adversarial_examples(model, x, y, eps=eps, steps=attack_steps,
-                                     step_size=attack_step_size, bounds=bounds)  # (E, N, d)
+        x_adv = _pgd(net, x, y, eps=eps, steps=attack_steps, step_size=step, bounds=bounds)  # (E, N, d)
         with torch.no_grad():
-            robust_acc = ((model(x_adv) * y) > 0).float().mean(1)  # (E,)
+            robust_acc = ((_scores(net, x_adv) * y) > 0).float().mean(1)  # (E,)
         order = _orders(generators, N, x.device)
         tot_loss = torch.zeros(E, device=x.device)
         tot_acc = torch.zeros(E, device=x.device)
@@ -146,16 +149,14 @@ def reference_lazy_adversarial(
         for i in range(0, N, batch_size):
             idx = order[:, i:i + batch_size]  # (E, B)
             xb, yb = x_adv[ar, idx], y[idx]  # each copy trains on its own adversarial set
-            out = model(xb)
-            loss = logistic_loss(out, yb).mean(1)
-            _check_finite(loss, "lazy adversarial training")
-            grads = torch.autograd.grad(loss.sum(), params)
+            out, loss = _logistic_step(net, xb, yb, lr, mask=mask, what="lazy adversarial training")
             with torch.no_grad():
                 tot_loss += loss * idx.shape[1]
                 tot_acc += ((out * yb) > 0).float().sum(1)
-                for p, g in zip(params, grads):
-                    p -= lr * g * mask.reshape(-1, *([1] * (g.ndim - 1)))
-                project_to_ball(model, radius)
+                frozen = [p[~active].clone() for p in params]
+                project_to_ball(net, radius)
+                for p, f in zip(params, frozen):  # a stopped copy is not re-projected
+                    p[~active] = f
         with torch.no_grad():
             gain = robust_acc > best + min_gain
             best = torch.where(gain & active, robust_acc, best)
@@ -166,4 +167,5 @@ def reference_lazy_adversarial(
             history.append({"train_loss": tot_loss / N, "train_acc": tot_acc / N,
                             "robust_train_acc": robust_acc, "active": active.clone()})
             active &= ~done
+    model.put(torch.arange(E), net)
     return TrainLog(epochs=epochs, stopped=stopped, history=history)

@@ -8,10 +8,19 @@ import math
 import pytest
 import torch
 
+from robustlab.attacks import L2, PGD
 from robustlab.data import sphere_teacher
 from robustlab.errors import NumericalError
 from robustlab.models import TwoLayerReLU, neuron_offsets
-from robustlab.train.lazy import adversarial_examples, train_lazy_adversarial, train_lazy_sgd
+from robustlab.models.ensemble import Flat, fold, unfold
+from robustlab.train.lazy import (
+    _logistic_step,
+    _trainable,
+    adversarial_examples,
+    logistic_loss,
+    train_lazy_adversarial,
+    train_lazy_sgd,
+)
 from robustlab.utils import make_generator
 
 
@@ -122,3 +131,67 @@ def test_eps_zero_adversarial_training_is_projected_sgd(data):
     assert log.epochs.tolist() == [5.0]
     assert acc > 0.8
     assert log.history[-1]["robust_train_acc"].item() > 0.8
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_closed_form_step_is_the_autograd_sgd_step(data, bias):
+    """``_logistic_step`` (no autograd) against ``p -= lr·∇_p mean ℓ`` by autograd, float64; a
+    masked copy does not move."""
+    model = TwoLayerReLU.init([make_generator(s, "init") for s in (0, 1, 2)], m=32, d=12, bias=bias,
+                              dtype=torch.float64)
+    x, y = data.x_train.double(), data.y_train.double()
+    xb = torch.stack([x[:20], x[20:40], x[40:60]])  # (3, 20, d)
+    yb = torch.stack([y[:20], y[20:40], y[40:60]])
+    ref = TwoLayerReLU.init([make_generator(s, "init") for s in (0, 1, 2)], m=32, d=12, bias=bias,
+                            dtype=torch.float64)
+    params = [p for p in (ref.weight, ref.bias) if p is not None]
+    loss = logistic_loss(ref(xb), yb).mean(1)
+    grads = torch.autograd.grad(loss.sum(), params)
+    mask = torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)
+    net = _trainable(model, torch.arange(3))
+    out, new_loss = _logistic_step(net, xb, yb, 0.7, mask=mask)
+    model.put(torch.arange(3), net)
+    torch.testing.assert_close(new_loss, loss.detach(), rtol=1e-12, atol=0)
+    torch.testing.assert_close(out, ref(xb).detach(), rtol=1e-12, atol=1e-14)
+    with torch.no_grad():
+        for p, g, q in zip(params, grads, [model.weight, model.bias]):
+            want = p - 0.7 * g * mask.reshape(-1, *([1] * (g.ndim - 1)))
+            torch.testing.assert_close(q, want, rtol=1e-12, atol=1e-14)
+            assert torch.equal(q[1], p[1])  # frozen exactly
+            assert not torch.equal(q[0], p[0])
+
+
+def test_closed_form_pgd_is_the_generic_pgd(data):
+    """The lazy loops' PGD (closed-form input gradient) gives the examples of attacks.PGD over
+    models.Flat (autograd), float64: same worst iterates up to rounding."""
+    E = 2
+    model = TwoLayerReLU.init([make_generator(s, "init") for s in (0, 1)], m=32, d=12, dtype=torch.float64)
+    x, y = data.x_test.double(), data.y_test.double()
+    for eps, steps in ((0.3, 8), (0.05, 3)):
+        new = adversarial_examples(model, x, y, eps=eps, steps=steps, step_size=eps / 4, bounds=(-1.0, 1.0))
+        atk = PGD(L2(eps), steps=steps, step_size=eps / 4, random_start=False)
+        old = unfold(atk(Flat(model, E), fold(x.expand(E, -1, -1)), y.repeat(E), bounds=(-1.0, 1.0)), E)
+        torch.testing.assert_close(new, old, rtol=0, atol=1e-12)
+        with torch.no_grad():
+            assert ((model(new) * y) > 0).float().mean() < ((model(x.expand(E, -1, -1)) * y) > 0).float().mean()
+
+
+@pytest.mark.parametrize("check", ["epoch", "step"])
+def test_inputs_zero_everywhere_are_skipped_exactly(data, check):
+    """Blank input coordinates (MNIST's border) are left out of the GEMMs: the networks are bit
+    for bit those trained without them, and their weights stay at the initialisation."""
+    seeds = [0, 1, 2]
+    plain = _model(seeds)
+    extra = torch.randn(3, 32, 4, generator=make_generator(9, "extra"))
+    padded = TwoLayerReLU(torch.cat([plain.weight.detach(), extra], -1), plain.top, plain.bias.detach(),
+                          plain.top_bias)
+    xp = torch.cat([data.x_train, torch.zeros(len(data.x_train), 4)], -1)
+    kw = dict(radius=torch.tensor([0.4, 0.8, 1e6]), lr=1.0, batch_size=32, max_epochs=12, check=check)
+    log = train_lazy_sgd(plain, data.x_train, data.y_train, generators=_gens(seeds), **kw)
+    log_p = train_lazy_sgd(padded, xp, data.y_train, generators=_gens(seeds), **kw)
+    assert len(set(log.epochs.tolist())) > 1
+    assert torch.equal(log.epochs, log_p.epochs)
+    assert torch.equal(padded.weight[:, :, :12], plain.weight) and torch.equal(padded.bias, plain.bias)
+    assert torch.equal(padded.weight[:, :, 12:], extra)
+    for h, hp in zip(log.history, log_p.history):
+        assert torch.equal(h["train_loss"].nan_to_num(), hp["train_loss"].nan_to_num())
