@@ -1,6 +1,7 @@
 """Training speed of the width-depth-init study, measured side by side in one run.
 
-1. The machine's dense matmul rate (float32 ``torch.mm``, n = 1024, one thread): the yardstick.
+1. The machine's dense matmul rate (``robustlab.utils.matmul_rate``: float32 ``torch.mm``, n = 1024,
+   one thread): the yardstick, the same one ``--dry-run`` uses for its floor.
 2. Ensemble over seeds against a loop: E = 3 seeds of one grid point trained as one
    ``(E, ·, ·)`` model (``torch.bmm``) against three single-seed models trained one after the
    other — same data, same epochs, same arithmetic — at several widths and depths.
@@ -26,14 +27,7 @@ from robustlab.models.deep import DeepMLP
 from robustlab.studies import width_depth_init as W
 from robustlab.studies.base import plan
 from robustlab.train.supervised import SGDSpec, train_supervised
-from robustlab.utils import make_generator
-
-
-def matmul_rate(n: int = 1024) -> float:
-    a, b = torch.randn(n, n), torch.randn(n, n)
-    reps = 8
-    t = best_times({"mm": lambda: [torch.mm(a, b) for _ in range(reps)]})["mm"]
-    return 2 * n**3 * reps / t
+from robustlab.utils import make_generator, matmul_rate
 
 
 def train_flops(d: int, width: int, depth: int, k: int, n: int, epochs: int, E: int) -> float:
@@ -89,7 +83,7 @@ def main() -> None:
     cfg = W.WidthDepthInitConfig(**W.QUICK_BASE)
     data = W.load_data(cfg)
     x, y, k, d, N = data.x_train, data.y_train, data.n_classes, data.d, len(data.x_train)
-    rate = matmul_rate()
+    rate = matmul_rate(threads=1)
     print(f"machine: dense float32 matmul (n=1024, 1 thread) = {rate / 1e9:.1f} GFLOP/s")
     print(f"data: {cfg.dataset} {cfg.size}x{cfg.size}, N={N}, d={d}, k={k}; batch 20, 1 thread\n")
 
