@@ -117,6 +117,25 @@ def test_jacobian_norm_at_init_closed_form(init, depth, expected):
     assert float(j2.mean()) == pytest.approx(want, rel=0.08)
 
 
+@pytest.mark.parametrize("depth,k", [(2, 3), (2, 1), (3, 10), (5, 4)])
+def test_closed_form_jacobian_equals_autograd(depth, k):
+    """DeepMLP.jacobian_fro_sq (k columns carried back by matmuls) equals autograd's
+    batched backward in float64, for a trained-looking (not just initial) network, with
+    some units exactly at 0 (both take ReLU's derivative there as 0)."""
+    d, m, E, N = 12, 32, 3, 20
+    model = DeepMLP(d, m, depth, k, init="he", generators=gens(E, "he"), dtype=torch.float64)
+    with torch.no_grad():
+        for W in model.weights:
+            W.add_(0.3 * torch.randn(W.shape, generator=make_generator(1, "shift"), dtype=torch.float64))
+    x = torch.randn(E, N, d, generator=make_generator(2, "x"), dtype=torch.float64)
+    x[:, 0] = 0.0  # every unit at exactly 0 for this point
+    got = model.jacobian_fro_sq(x)  # (E, N)
+    want = jacobian_fro_sq(Flat(model, E), x.reshape(E * N, d)).reshape(E, N)
+    assert got.shape == (E, N)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    assert float(got[:, 0].abs().max()) == 0.0 and float(got[:, 1:].min()) > 0.0
+
+
 def test_lecun_stability_at_init_falls_exponentially_with_depth():
     d, m, k, E = 16, 256, 3, 32
     x = torch.randn(8, d, generator=make_generator(3, "x"), dtype=torch.float64)

@@ -131,6 +131,32 @@ class DeepMLP(nn.Module):
             h = torch.relu(torch.bmm(h, W))  # (E, N, m)
         return torch.bmm(h, self.weights[-1])  # (E, N, k)
 
+    @torch.no_grad()
+    def jacobian_fro_sq(self, x: torch.Tensor) -> torch.Tensor:
+        """``‖∂f/∂x‖_F²`` of every copy at every point, ``(E, N)``, in closed form.
+
+        With ``D_l`` the 0/1 pattern of layer ``l`` at ``x``, the Jacobian of copy ``e`` is
+        ``W_1 D_1 W_2 … D_{L-1} W_L`` (``d × k``). Its ``k`` columns are carried back from
+        the output through one batched matmul per layer, ``(E, N·k, fan_out) @ W_lᵀ``: the
+        work of ``k`` backward passes without autograd's graph. ReLU's derivative at 0 is
+        taken as 0, as autograd does (tests/test_deep_models.py checks the two agree).
+        """
+        if x.ndim != 3 or x.shape[0] != self.E or x.shape[2] != self.d:
+            raise ValueError(f"expected input (E={self.E}, N, d={self.d}), got {tuple(x.shape)}")
+        E, N, k = self.E, x.shape[1], self.k
+        masks, h = [], x
+        for W in self.weights[:-1]:
+            h = torch.relu(torch.bmm(h, W))
+            masks.append((h > 0).to(h.dtype)[:, :, None, :])  # (E, N, 1, m)
+        # rows (n, j): column j of copy e's Jacobian at point n, carried back layer by layer
+        g = self.weights[-1].transpose(1, 2)[:, None] * masks[-1]  # (E, N, k, m)
+        for l in range(self.depth - 2, -1, -1):
+            if l < self.depth - 2:
+                g.mul_(masks[l])
+            Wt = self.weights[l].transpose(1, 2).contiguous()  # bmm runs faster on a plain layout
+            g = torch.bmm(g.reshape(E, N * k, -1), Wt).view(E, N, k, -1)
+        return g.pow(2).sum((2, 3))
+
     def member(self, e: int) -> DeepMLP:
         """Copy ``e`` as an ensemble of one (a detached deep copy)."""
         one = copy.deepcopy(self)

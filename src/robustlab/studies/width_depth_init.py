@@ -249,10 +249,14 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
     within ``budget``: the Jacobian's k backward passes run batched, k copies of each.
     """
     flat = Flat(model, E)
-    chunk = max(1, budget // max(1, E * width))
+    closed = isinstance(model, DeepMLP)  # its Jacobian in closed form: k columns carried back at once
+    chunk = max(1, budget // max(1, E * width * (model.k if closed else 1)))
     parts = []
     for i in range(0, len(x), chunk):
         xc = x[i:i + chunk]
+        if closed:
+            parts.append(eps**2 * model.jacobian_fro_sq(xc.expand(E, *xc.shape)) / (xc[0].numel() + 2))
+            continue
         per = perturbation_stability(flat, fold(xc.expand(E, *xc.shape)), eps, per_sample=True)  # (E·n,)
         parts.append(per.reshape(E, len(xc)))
     return torch.cat(parts, 1).mean(1)
