@@ -230,3 +230,40 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     assert "claims 2/2 reproduced" in err[2]
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
+
+
+def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_crash(tmp_path, capsys, monkeypatch):
+    """With worker processes, a study's claims and figures are drawn while the next study's
+    points run: the records are the same as drawn in line (one worker), the studies are
+    recorded in order, and a crash while drawing is a crashed study, not a lost run."""
+    from robustlab.studies import base
+
+    register(monkeypatch, smoke_variant("smoke-b"))
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert reproduce(one, preset="quick", options=QUIET, studies=["smoke", "smoke-b"]) == 0
+    printed_one = capsys.readouterr().out
+    two_workers = dataclasses.replace(QUIET, workers=2)
+    assert reproduce(two, preset="quick", options=two_workers, studies=["smoke", "smoke-b"]) == 0
+    printed_two = capsys.readouterr().out
+    assert table_of(printed_two) == table_of(printed_one)
+    for study in ("smoke", "smoke-b"):
+        for f in ("results.jsonl", "claims.json"):
+            assert (two / study / f).read_bytes() == (one / study / f).read_bytes(), (study, f)
+        assert (two / study / "figures" / "loss.png").is_file()
+    assert list(records.read_json(two / "reproduce.json")["timings"]) == ["smoke", "smoke-b"]
+
+    real = base.finalize
+
+    def finalize(out, study):
+        if study.name == "smoke":
+            raise RuntimeError("drawing failed")
+        return real(out, study)
+
+    monkeypatch.setattr(base, "finalize", finalize)
+    three = tmp_path / "three"
+    assert reproduce(three, preset="quick", options=two_workers, studies=["smoke", "smoke-b"]) == 1
+    captured = capsys.readouterr()
+    assert "1 study crashed (smoke)" in captured.err
+    assert re.search(r"^smoke\s+study-crashed\s+INCONCLUSIVE\s+inconclusive: the study crashed: RuntimeError", captured.out, re.M)
+    assert re.search(r"^smoke-b\s+smoke-accuracy\s+REPRODUCED", captured.out, re.M)
+    assert (three / "smoke" / "store.sqlite").is_file()  # the points are kept for a re-run

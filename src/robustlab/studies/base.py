@@ -270,11 +270,17 @@ def check_run_dir(out: Path) -> None:
 
 
 def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
-            record: Mapping[str, Any] | None = None, started: Callable[[], None] | None = None) -> dict:
+            record: Mapping[str, Any] | None = None, started: Callable[[], None] | None = None,
+            finalize_later: bool = False) -> dict:
     """Run a planned study into ``out`` (created only now), then finalize. Returns summary.
 
     ``started`` is called once the run is checked and its manifest written, before any point
-    runs (the CLI says there how many workers it uses: an input error stays one line)."""
+    runs (the CLI says there how many workers it uses: an input error stays one line).
+
+    ``finalize_later``: return ``{"out": out, "finalize": fn}`` once the points have run,
+    without finalizing; ``fn()`` takes the directory's writer lock again and returns what
+    this function would have (``reproduce`` draws one study's figures while the next
+    study's points run)."""
     out = Path(out)
     fresh = not out.exists()
     _check_out(plan_, out, options)  # before anything is written
@@ -284,13 +290,21 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
         # one writer per run directory: a second one stops here, having written nothing
         with runlock.writer(out):
             _check_out(plan_, out, options)  # again, now that nobody else writes it
-            return _execute_locked(plan_, out, options, fresh, progress_label, record, started)
+            _execute_locked(plan_, out, options, fresh, progress_label, record, started)
+            if not finalize_later:
+                return finalize(out, plan_.study)
     except runlock.LockedError:
         raise
     except BaseException:
         if fresh and not (out / "manifest.json").exists():
             shutil.rmtree(out, ignore_errors=True)
         raise
+
+    def finalize_now() -> dict:
+        with runlock.writer(out):
+            return finalize(out, plan_.study)
+
+    return {"out": str(out), "finalize": finalize_now}
 
 
 def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
@@ -314,7 +328,7 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
 
 def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
                     progress_label: str | None, record: Mapping[str, Any] | None,
-                    started: Callable[[], None] | None) -> dict:
+                    started: Callable[[], None] | None) -> None:
     study = plan_.study
     manifest_path = out / "manifest.json"
     try:
@@ -366,7 +380,6 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
     manifest["finished"] = records.now_iso()
     manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
-    return finalize(out, study)
 
 
 def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,

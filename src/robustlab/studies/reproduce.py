@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -197,25 +198,60 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     total_points = sum(len(p.points) for p in plans)
     _say(f"robustlab reproduce (preset {preset}): {len(plans)} stud{'y' if len(plans) == 1 else 'ies'}, "
          f"{total_points} points, {_workers_text(options)} -> {out}", quiet)
-    for i, p in enumerate(plans, 1):
-        label = f"[{i}/{len(plans)}] {p.study.name}"
-        _say(f"{label}: {len(p.points)} points", quiet)
-        ts = time.perf_counter()
+    # A study's claims, figures and report are drawn on one background thread while the next
+    # study's points run in worker processes: drawing is single-threaded Python, and the
+    # workers would otherwise wait for it. Points that run in this process (one local worker)
+    # would share the interpreter with the drawing, so there it stays in line.
+    overlap = options.backend != "local" or options.workers > 1
+    pending: list[tuple[str, Plan, float, Any]] = []  # (label, plan, start, Future or (sec,))
+
+    def collect(block: bool) -> None:
+        """Record finished studies in plan order (all of them when ``block``)."""
+        while pending and (block or not isinstance(pending[0][3], Future) or pending[0][3].done()):
+            label, p, ts, fut = pending.pop(0)
+            if isinstance(fut, Future):
+                try:
+                    sec = fut.result()["section"]
+                    sec.subdir = p.study.name
+                except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
+                    sec = _crash(p, exc)
+            else:
+                sec = fut[0]
+            seconds = time.perf_counter() - ts
+            meta["timings"][p.study.name] = round(seconds, 3)
+            records.write_json(meta_path, meta)
+            sections.append(sec)
+            _say(_study_line(label, sec, seconds), quiet)
+
+    def _crash(p: Plan, exc: Exception) -> report_html.StudySection:
+        crashed.append(p.study.name)
+        meta["crashed"][p.study.name] = repr(exc)
+        return _crashed_section(p.study, out / p.study.name, repr(exc),
+                                "".join(traceback.format_exception(exc)))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="robustlab-finalize") as drawer:
         try:
-            sec = execute(p, out / p.study.name, options, progress_label=label)["section"]
-            sec.subdir = p.study.name
-            meta["crashed"].pop(p.study.name, None)
-        except UserError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
-            crashed.append(p.study.name)
-            meta["crashed"][p.study.name] = repr(exc)
-            sec = _crashed_section(p.study, out / p.study.name, repr(exc), traceback.format_exc())
-        seconds = time.perf_counter() - ts
-        meta["timings"][p.study.name] = round(seconds, 3)
-        records.write_json(meta_path, meta)
-        sections.append(sec)
-        _say(_study_line(label, sec, seconds), quiet)
+            for i, p in enumerate(plans, 1):
+                label = f"[{i}/{len(plans)}] {p.study.name}"
+                _say(f"{label}: {len(p.points)} points", quiet)
+                ts = time.perf_counter()
+                try:
+                    swept = execute(p, out / p.study.name, options, progress_label=label,
+                                    finalize_later=overlap)
+                    meta["crashed"].pop(p.study.name, None)
+                    if overlap:
+                        pending.append((label, p, ts, drawer.submit(swept["finalize"])))
+                    else:
+                        swept["section"].subdir = p.study.name
+                        pending.append((label, p, ts, (swept["section"],)))
+                except UserError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
+                    pending.append((label, p, ts, (_crash(p, exc),)))
+                collect(block=False)
+            collect(block=True)
+        finally:
+            drawer.shutdown(wait=True, cancel_futures=True)
 
     meta["finished"] = records.now_iso()
     meta["seconds"] = round(time.perf_counter() - t0, 3)
