@@ -118,6 +118,10 @@ def _finalized_section(study: Study, out: Path) -> report_html.StudySection:
     return sec
 
 
+def _timed(fn: Any) -> tuple[Any, float]:
+    return fn(), time.perf_counter()
+
+
 def _study_line(label: str, sec: report_html.StudySection, seconds: float) -> str:
     n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in sec.claims)
     points = sec.manifest.get("n_points", "?")
@@ -209,15 +213,17 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
         """Record finished studies in plan order (all of them when ``block``)."""
         while pending and (block or not isinstance(pending[0][3], Future) or pending[0][3].done()):
             label, p, ts, fut = pending.pop(0)
+            end = time.perf_counter()
             if isinstance(fut, Future):
                 try:
-                    sec = fut.result()["section"]
+                    result, end = fut.result()
+                    sec = result["section"]
                     sec.subdir = p.study.name
                 except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
                     sec = _crash(p, exc)
             else:
                 sec = fut[0]
-            seconds = time.perf_counter() - ts
+            seconds = end - ts  # its points and its drawing (which may overlap the next study's points)
             meta["timings"][p.study.name] = round(seconds, 3)
             records.write_json(meta_path, meta)
             sections.append(sec)
@@ -240,7 +246,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
                                     finalize_later=overlap)
                     meta["crashed"].pop(p.study.name, None)
                     if overlap:
-                        pending.append((label, p, ts, drawer.submit(swept["finalize"])))
+                        pending.append((label, p, ts, drawer.submit(_timed, swept["finalize"])))
                     else:
                         swept["section"].subdir = p.study.name
                         pending.append((label, p, ts, (swept["section"],)))
