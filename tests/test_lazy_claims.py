@@ -233,6 +233,9 @@ def test_radius_claims_reproduced_on_a_phase_transition():
     halves = {p["m"]: p["R_half"] for p in c.evidence["per_width"]}
     assert halves[64] == pytest.approx(0.8, rel=0.1) and halves[256] == pytest.approx(0.4, rel=0.1)
     assert c.evidence["R_half_vs_m_slope"] == pytest.approx(-0.5, abs=0.05)
+    # evidence of how far the neurons went at the largest R, in lazy radii (offset = R there)
+    moved = {p["m"]: p["max_offset_over_lazy_radius_at_R_large"] for p in c.evidence["per_width"]}
+    assert moved[64] == pytest.approx(4.0 / (5 / 8)) and moved[256] == pytest.approx(4.0 / (5 / 16))
 
 
 @pytest.mark.parametrize("curve, kw, cid, state", [

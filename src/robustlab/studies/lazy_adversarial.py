@@ -282,13 +282,31 @@ def _radius_claim(df: pd.DataFrame, cid: str, statement: str, part) -> Claim:
         per_m.append({"m": int(g["m"].iloc[0]), "d": int(g["d"].iloc[0]), "eps": float(g["eps"].iloc[0]),
                       "lazy_radius_C0_over_sqrt_m": float(g["lazy_radius"].iloc[0]),
                       "R": [float(x) for x in mean.index], "robust_acc": [float(x) for x in mean],
-                      **ev, "verdict": v.verdict})
+                      **ev, **_used_freedom(g), "verdict": v.verdict})
     evidence: dict = {"per_width": per_m}
     halves = [(p["m"], p.get("R_half")) for p in per_m if p.get("R_half") and np.isfinite(p["R_half"])]
     if len({m for m, _ in halves}) >= 2:
         fit = fit_power_law([m for m, _ in halves], [r for _, r in halves])
         evidence["R_half_vs_m_slope"] = fit.slope  # informative: margin ∝ √m·R suggests −1/2
     return Claim(cid, statement, stats.combine(parts, reason="every width must hold"), evidence, SOURCE)
+
+
+def _used_freedom(g: pd.DataFrame) -> dict:
+    """How far training took the neurons at the largest R (evidence only, no verdict).
+
+    The radius claims compare radii that training was *allowed*; whether it used them is a
+    separate fact: the largest neuron offset reached, in units of the lazy radius C0/√m (below
+    1: every neuron stayed inside the lazy ball however large R was), with the epochs run and
+    the final clean accuracy and training loss, means over seeds.
+    """
+    top = g[g["R"] == g["R"].max()]
+    moved = top["offset_ratio"] * top["R"] / top["lazy_radius"]
+    out = {"max_offset_over_lazy_radius_at_R_large": float(moved.max()),
+           "epochs_run_at_R_large": float(top["epochs_run"].mean()) if "epochs_run" in top else None,
+           "clean_acc_at_R_large": float(top["clean_acc"].mean())}
+    if "train_loss" in top:
+        out["train_loss_at_R_large"] = float(top["train_loss"].mean())
+    return out
 
 
 def _acc_at(g: pd.DataFrame, which: str) -> tuple[float, np.ndarray]:
