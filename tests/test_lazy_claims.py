@@ -236,6 +236,13 @@ def test_radius_claims_reproduced_on_a_phase_transition():
     # evidence of how far the neurons went at the largest R, in lazy radii (offset = R there)
     moved = {p["m"]: p["max_offset_over_lazy_radius_at_R_large"] for p in c.evidence["per_width"]}
     assert moved[64] == pytest.approx(4.0 / (5 / 8)) and moved[256] == pytest.approx(4.0 / (5 / 16))
+    assert "lazy ball" not in c.decision.reason
+    # neurons that stayed inside the lazy ball at every R: said in the reason, verdict untouched
+    df = _radius_df(lambda r, m: 0.05)
+    df["offset_ratio"] = (0.1 / df["R"]).clip(upper=1.0)  # offsets up to 0.1, under both lazy radii
+    c = radius_high_claim(df)
+    assert c.decision.verdict == CONTRADICTED
+    assert "m=256, m=64 never left the lazy ball" in c.decision.reason, c.decision.reason
 
 
 @pytest.mark.parametrize("curve, kw, cid, state", [

@@ -288,7 +288,14 @@ def _radius_claim(df: pd.DataFrame, cid: str, statement: str, part) -> Claim:
     if len({m for m, _ in halves}) >= 2:
         fit = fit_power_law([m for m, _ in halves], [r for _, r in halves])
         evidence["R_half_vs_m_slope"] = fit.slope  # informative: margin ∝ √m·R suggests −1/2
-    return Claim(cid, statement, stats.combine(parts, reason="every width must hold"), evidence, SOURCE)
+    why = "every width must hold"
+    stayed = [p for p in per_m if p["max_offset_over_lazy_radius_at_R_large"] < 1]
+    if stayed:  # the mechanism behind a flat curve, said where the verdict is read
+        why += "; " + ", ".join(f"m={p['m']}" for p in stayed) + (
+            " never left the lazy ball, even at the largest R (max neuron offset "
+            + ", ".join(f"{p['max_offset_over_lazy_radius_at_R_large']:.2g}" for p in stayed)
+            + " lazy radii): training did not use the freedom R allowed")
+    return Claim(cid, statement, stats.combine(parts, reason=why), evidence, SOURCE)
 
 
 def _used_freedom(g: pd.DataFrame) -> dict:
