@@ -121,3 +121,34 @@ def test_small_cnn_ensemble_equals_separate_models():
         assert torch.allclose(single(x[e:e + 1])[0], out[e], atol=1e-5)
     out28 = SmallCNN(2, 1, 5, width=4)(torch.rand(2, 3, 1, 28, 28))
     assert out28.shape == (2, 3, 5)
+
+
+@pytest.mark.parametrize("act", ["smooth_relu", "relu", "gelu"])
+@pytest.mark.parametrize("loss", ["ce", "margin"])
+def test_closed_form_pull_back_equals_autograd_in_attacks(act, loss):
+    """PatchCNN.output_and_vjp (through Flat, as attacks see the ensemble) gives the logits and
+    the loss's input gradient that autograd gives, in float64, with pre-activations on both
+    sides of ρ and exactly at 0."""
+    from robustlab.attacks.base import forward_and_grad
+
+    E, N, P, d, k, m = 2, 5, 6, 4, 3, 7
+    model = PatchCNN(E, k, m, d, activation=act, q=3.0, rho=0.5, sigma0=0.6, dtype=f64,
+                     generators=[make_generator(s, "w") for s in range(E)])
+    x = torch.randn(E * N, P, d, generator=make_generator(1, "x"), dtype=f64)
+    x[0, 0] = 0.0  # every pre-activation of this patch at exactly 0
+    y = torch.randint(0, k, (E * N,), generator=make_generator(2, "y"))
+    flat = Flat(model, E)
+    from robustlab.attacks.losses import get_loss
+
+    loss = get_loss(loss)
+    out, loss_v, g, ok = forward_and_grad(flat, x, y, loss, check=True)
+
+    class NoHook(torch.nn.Module):  # the same model without the hook: the autograd path
+        def forward(self, xx):
+            return flat(xx)
+
+    out_a, loss_a, g_a, ok_a = forward_and_grad(NoHook(), x, y, loss, check=True)
+    torch.testing.assert_close(out, out_a, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(loss_v, loss_a, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(g, g_a, rtol=1e-10, atol=1e-12)
+    assert torch.equal(ok, ok_a) and g.shape == x.shape and float(g.abs().sum()) > 0

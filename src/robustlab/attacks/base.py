@@ -4,7 +4,9 @@
 base projects it onto the ball around ``x`` and clamps it to ``bounds``. The model runs in
 eval mode (its mode restored afterwards), parameters are frozen while attacking (their
 ``.grad`` is never touched), inputs are never mutated, and input gradients come from
-``torch.autograd.grad`` on per-sample losses.
+``torch.autograd.grad`` on per-sample losses — or, for a model with a closed-form
+``output_and_vjp(x) -> (outputs, dz ↦ input gradient)`` (robustlab's patch CNN, and
+``Flat`` around it), from that, whenever the loss's logit gradient is closed-form too.
 """
 
 from __future__ import annotations
@@ -56,6 +58,20 @@ def forward_and_grad(
     (:func:`losses.loss_grad_correct`) and pull it back with one ``autograd.grad(out, x, ·)``;
     other losses go through autograd of ``loss.sum()``.
     """
+    fast = getattr(model, "output_and_vjp", None)
+    pulled = fast(x.detach()) if fast is not None else None
+    if pulled is not None:  # the model's closed-form pull-back, no graph
+        z, vjp = pulled
+        if check:
+            checks.check_labels(z, y)
+        closed = loss_grad_correct(loss_fn, z, y)
+        if closed is not None:
+            loss, dz, ok = closed
+            g = vjp(dz)
+            if check:
+                checks.check_outputs(z)
+                checks.check_gradients(g)
+            return z, loss, g, ok
     x = x.detach().requires_grad_(True)
     out = model(x)
     if check:  # labels first: a bad label can crash the loss with a less helpful error

@@ -35,3 +35,12 @@ class Flat(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return fold(self.model(unfold(x, self.E)))
+
+    def output_and_vjp(self, x: torch.Tensor):
+        """The wrapped model's closed-form ``output_and_vjp`` on the folded layout, or None
+        when it has none (then attacks use autograd)."""
+        inner = getattr(self.model, "output_and_vjp", None)
+        if inner is None:
+            return None
+        out, vjp = inner(unfold(x, self.E))
+        return fold(out), lambda dz: fold(vjp(unfold(dz, self.E)))

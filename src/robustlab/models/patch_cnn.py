@@ -149,6 +149,31 @@ class PatchCNN(nn.Module):
         return self.logits_from_act(self.act(self.preactivations_t(x)), x.shape[1]).contiguous()  # (E, N, k)
 
     @torch.no_grad()
+    def output_and_vjp(self, x: torch.Tensor):
+        """Logits (E, N, k) at ``x`` and the pull-back ``dz ↦ Σ_i dz_i ∂F_i/∂x`` in closed form.
+
+        ``∂F_i/∂x_p = Σ_r σ'(⟨w_{i,r}, x_p⟩) w_{i,r}``: σ and σ' come from one fused pass
+        (:meth:`act_and_grad_`), and the pull-back is one batched GEMM
+        ``(E, N·P, k·m) @ W (E, k·m, d)``. Attacks use it instead of autograd
+        (:func:`robustlab.attacks.base.forward_and_grad`).
+        """
+        if x.dim() != 4 or x.shape[0] != self.E or x.shape[-1] != self.d:
+            raise ValueError(f"PatchCNN expects (E={self.E}, N, P, d={self.d}) input, got {tuple(x.shape)}")
+        E, N, P, d = x.shape
+        k, m = self.k, self.m
+        z = self.preactivations_t(x)  # (E, k·m, N·P)
+        s = torch.empty_like(z)
+        self.act_and_grad_(z, s, torch.empty_like(z))  # z <- σ(z), s <- σ'(z)
+        out = self.logits_from_act(z, N).contiguous()
+
+        @torch.no_grad()
+        def vjp(dz: torch.Tensor) -> torch.Tensor:
+            g = s.view(E, k, m, N, P) * dz.transpose(1, 2).reshape(E, k, 1, N, 1)
+            return torch.bmm(g.view(E, k * m, N * P).transpose(1, 2), self.W.reshape(E, k * m, d)).view(E, N, P, d)
+
+        return out, vjp
+
+    @torch.no_grad()
     def feature_alignment(self, features: torch.Tensor) -> torch.Tensor:
         """⟨w_{i,r}, f_i⟩ per class and neuron, for features (E, k, d): returns (E, k, m)."""
         return torch.einsum("ekmd,ekd->ekm", self.W, features.to(self.W.dtype))
