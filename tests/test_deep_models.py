@@ -136,6 +136,22 @@ def test_closed_form_jacobian_equals_autograd(depth, k):
     assert float(got[:, 0].abs().max()) == 0.0 and float(got[:, 1:].min()) > 0.0
 
 
+@pytest.mark.parametrize("m,N", [(4, 50), (32, 20)])  # the quadratic form taken, and not
+def test_depth2_quadratic_form_equals_autograd(m, N):
+    """At depth 2 the Jacobian norm as Dᵀ(W₁ᵀW₁ ∘ W₂W₂ᵀ)D equals autograd's, float64, both
+    when jacobian_fro_sq picks it (narrow network, many points) and called directly."""
+    from robustlab.models.deep import _depth2_quadratic
+
+    d, k, E = 30, 10, 2
+    model = DeepMLP(d, m, 2, k, init="he", generators=gens(E, "he"), dtype=torch.float64)
+    x = torch.randn(E, N, d, generator=make_generator(3, "x"), dtype=torch.float64)
+    want = jacobian_fro_sq(Flat(model, E), x.reshape(E * N, d)).reshape(E, N)
+    torch.testing.assert_close(model.jacobian_fro_sq(x), want, rtol=1e-12, atol=1e-12)
+    D = (torch.relu(torch.bmm(x, model.weights[0])) > 0).double()
+    torch.testing.assert_close(_depth2_quadratic(model.weights[0], model.weights[1], D), want,
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_lecun_stability_at_init_falls_exponentially_with_depth():
     d, m, k, E = 16, 256, 3, 32
     x = torch.randn(8, d, generator=make_generator(3, "x"), dtype=torch.float64)

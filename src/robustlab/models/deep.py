@@ -83,6 +83,13 @@ def _gaussian(shape: Sequence[int], var: float, generator: torch.Generator | Non
     return w.to(dtype)
 
 
+def _depth2_quadratic(W1: torch.Tensor, W2: torch.Tensor, D: torch.Tensor) -> torch.Tensor:
+    """``‖W_1 diag(D_n) W_2‖_F²`` for W1 (E, d, m), W2 (E, m, k), 0/1 patterns D (E, N, m):
+    ``D_nᵀ Q D_n`` with ``Q = W_1ᵀW_1 ∘ W_2W_2ᵀ`` (E, m, m), positive semi-definite."""
+    Q = torch.bmm(W1.transpose(1, 2), W1).mul_(torch.bmm(W2, W2.transpose(1, 2)))
+    return torch.bmm(D, Q).mul_(D).sum(-1)
+
+
 class DeepMLP(nn.Module):
     """E independent depth-``L`` width-``m`` ReLU networks, ``(E, N, d) -> (E, N, k)``.
 
@@ -140,6 +147,10 @@ class DeepMLP(nn.Module):
         the output through one batched matmul per layer, ``(E, N·k, fan_out) @ W_lᵀ``: the
         work of ``k`` backward passes without autograd's graph. ReLU's derivative at 0 is
         taken as 0, as autograd does (tests/test_deep_models.py checks the two agree).
+
+        At depth 2, ``‖W_1 D W_2‖_F² = Dᵀ (W_1ᵀW_1 ∘ W_2W_2ᵀ) D`` (a Schur product of two Gram
+        matrices, built once per call), which costs ``N·m²`` per copy instead of ``N·k·m·d``;
+        it is taken whenever that, with the Gram matrices' ``m²·(d+k)``, is the smaller.
         """
         if x.ndim != 3 or x.shape[0] != self.E or x.shape[2] != self.d:
             raise ValueError(f"expected input (E={self.E}, N, d={self.d}), got {tuple(x.shape)}")
@@ -148,8 +159,11 @@ class DeepMLP(nn.Module):
         for W in self.weights[:-1]:
             h = torch.relu(torch.bmm(h, W))
             masks.append((h > 0).to(h.dtype)[:, :, None, :])  # (E, N, 1, m)
+        m = self.width
+        if self.depth == 2 and m * m * (self.d + k + N) < N * k * m * self.d:
+            return _depth2_quadratic(self.weights[0], self.weights[1], masks[0][:, :, 0])
         # rows (n, j): column j of copy e's Jacobian at point n, carried back layer by layer
-        g = self.weights[-1].transpose(1, 2)[:, None] * masks[-1]  # (E, N, k, m)
+        g = (masks[-1] * self.weights[-1].transpose(1, 2)[:, None]).contiguous()  # (E, N, k, m)
         for l in range(self.depth - 2, -1, -1):
             if l < self.depth - 2:
                 g.mul_(masks[l])
