@@ -46,6 +46,14 @@ def table_of(stdout: str) -> str:
     return "\n".join(lines[: end + 1])
 
 
+def _assert_one_crash(captured, crashed: str, survivor: str, error: str) -> None:
+    """One study reported as crashed (with ``error``) and the other's claim still judged."""
+    assert f"1 study crashed ({crashed})" in captured.err
+    assert re.search(rf"^{crashed}\s+study-crashed\s+INCONCLUSIVE\s+inconclusive: the study crashed: {error}",
+                     captured.out, re.M)
+    assert re.search(rf"^{survivor}\s+smoke-accuracy\s+REPRODUCED", captured.out, re.M)
+
+
 def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path, capsys):
     out = tmp_path / "rep"
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 0
@@ -147,9 +155,7 @@ def test_a_crashed_study_is_reported_and_the_others_still_run(tmp_path, capsys, 
     out = tmp_path / "r"
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke-crash", "smoke"]) == 1
     captured = capsys.readouterr()
-    assert "1 study crashed (smoke-crash)" in captured.err
-    assert re.search(r"^smoke-crash\s+study-crashed\s+INCONCLUSIVE\s+inconclusive: the study crashed: ZeroDivisionError", captured.out, re.M)
-    assert re.search(r"^smoke\s+smoke-accuracy\s+REPRODUCED", captured.out, re.M)
+    _assert_one_crash(captured, "smoke-crash", "smoke", "ZeroDivisionError")
     html = (out / "report.html").read_text()
     assert "the study crashed" in html and "a bug in the study" in html and "Traceback" in html
     assert rebuild(out) == 0
@@ -262,8 +268,5 @@ def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_c
     monkeypatch.setattr(base, "finalize", finalize)
     three = tmp_path / "three"
     assert reproduce(three, preset="quick", options=two_workers, studies=["smoke", "smoke-b"]) == 1
-    captured = capsys.readouterr()
-    assert "1 study crashed (smoke)" in captured.err
-    assert re.search(r"^smoke\s+study-crashed\s+INCONCLUSIVE\s+inconclusive: the study crashed: RuntimeError", captured.out, re.M)
-    assert re.search(r"^smoke-b\s+smoke-accuracy\s+REPRODUCED", captured.out, re.M)
+    _assert_one_crash(capsys.readouterr(), "smoke", "smoke-b", "RuntimeError")
     assert (three / "smoke" / "store.sqlite").is_file()  # the points are kept for a re-run
