@@ -90,6 +90,24 @@ def test_a_second_writer_is_refused_and_readers_do_not_wait(tmp_path, capsys):
     assert lock.holder(out) is None
 
 
+def test_a_run_killed_before_its_store_had_a_schema_resumes(tmp_path, capsys):
+    """The moment the killed-writer test can hit by chance, made certain: the manifest is
+    written and SQLite has created store.sqlite, but the schema is not in yet. The same
+    command resumes (runs every point), rather than calling the store damaged."""
+    out = tmp_path / "run"
+    args = ["run", "smoke", "--grid", "lr=0.1,0.2", "--seeds", "2", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    (out / "store.sqlite").write_bytes(b"")
+    man = records.read_json(out / "manifest.json")
+    man["finished"] = None
+    records.write_json(out / "manifest.json", man)
+    capsys.readouterr()
+    assert main(args) == 0, capsys.readouterr().err
+    with Store(out / "store.sqlite", readonly=True) as st:
+        assert st.count("done") == man["n_points"]
+    assert records.read_json(out / "manifest.json")["finished"]
+
+
 def test_a_killed_writer_does_not_block_the_next_run(tmp_path):
     out = tmp_path / "run"
     args = ["run", "smoke", "--grid", "lr=0.1,0.2", "--seeds", "2", "--set", "epochs=400", "--quiet"]

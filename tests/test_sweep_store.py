@@ -113,6 +113,28 @@ def test_a_writer_killed_mid_transaction_leaves_the_store_as_before(tmp_path):
         assert st.keys() == {"a"}
 
 
+def test_a_store_killed_before_its_schema_reads_as_empty_and_resumes(tmp_path):
+    """SQLite creates the file at connect, before the schema is written: a writer killed in
+    between leaves a file with no table (here: an empty file). Readers see no point, and the
+    next writer adds the schema and records; a store with tables but no ``points`` is still
+    damaged."""
+    path = tmp_path / "s.sqlite"
+    path.touch()
+    with Store(path, readonly=True) as ro:
+        assert ro.keys() == set() and ro.count("done") == 0 and ro.done() == [] and ro.failures() == []
+    assert path.stat().st_size == 0  # reading wrote nothing
+    with Store(path) as st:
+        st.record([entry("a")])
+    with Store(path, readonly=True) as ro:
+        assert ro.keys() == {"a"}
+    other = tmp_path / "other.sqlite"
+    c = sqlite3.connect(other)
+    c.execute("CREATE TABLE unrelated (x)")
+    c.close()
+    with pytest.raises(UserError, match="damaged"):
+        Store(other, readonly=True)
+
+
 # ----------------------------------------------------------------------------------------
 # failures become data
 

@@ -71,6 +71,13 @@ class Store:
                 rec.close()
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + ("?mode=ro" if readonly else "")
         self.conn = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
+        if readonly and self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone() == (0,):
+            # no table at all: a writer killed after SQLite created the file but before the
+            # schema went in (or an empty file). Nothing was recorded: read it as an empty
+            # store; the next writer adds the schema.
+            self.conn.close()
+            self.conn = sqlite3.connect(":memory:", isolation_level=None)
+            self.conn.execute(_SCHEMA)
         if not readonly:
             self.conn.execute("PRAGMA journal_mode=DELETE")
             self.conn.execute("PRAGMA synchronous=FULL")
