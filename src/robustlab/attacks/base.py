@@ -19,7 +19,7 @@ from torch import nn
 
 from ..config import ConfigError
 from . import checks
-from .losses import LOSSES, correct, loss_grad_correct
+from .losses import LOSSES, correct, has_closed_form, loss_grad_correct
 from .threat import L2, Linf
 
 __all__ = ["Attack", "loss_and_grad", "Bounds"]
@@ -55,23 +55,30 @@ def forward_and_grad(
     correctness ``(N,)``.
 
     Built-in multi-class losses take their logit gradient in closed form
-    (:func:`losses.loss_grad_correct`) and pull it back with one ``autograd.grad(out, x, ·)``;
-    other losses go through autograd of ``loss.sum()``.
+    (:func:`losses.loss_grad_correct`) and pull it back with the model's own
+    ``output_and_vjp`` where it has one, else with one ``autograd.grad(out, x, ·)``; other
+    losses go through autograd of ``loss.sum()``.
     """
-    fast = getattr(model, "output_and_vjp", None)
+    result = None
+    fast = getattr(model, "output_and_vjp", None) if has_closed_form(loss_fn) else None
     pulled = fast(x.detach()) if fast is not None else None
     if pulled is not None:  # the model's closed-form pull-back, no graph
         z, vjp = pulled
         if check:
             checks.check_labels(z, y)
         closed = loss_grad_correct(loss_fn, z, y)
-        if closed is not None:
+        if closed is not None:  # None for binary scores: autograd below
             loss, dz, ok = closed
-            g = vjp(dz)
-            if check:
-                checks.check_outputs(z)
-                checks.check_gradients(g)
-            return z, loss, g, ok
+            result = z, loss, vjp(dz), ok
+    if result is None:
+        result = _autograd_forward_and_grad(model, x, y, loss_fn, check)
+    if check:
+        checks.check_outputs(result[0])
+        checks.check_gradients(result[2])
+    return result
+
+
+def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool):
     x = x.detach().requires_grad_(True)
     out = model(x)
     if check:  # labels first: a bad label can crash the loss with a less helpful error
@@ -81,13 +88,9 @@ def forward_and_grad(
     if closed is None:
         loss = loss_fn(out, y)
         (g,) = torch.autograd.grad(loss.sum(), x)
-        loss, ok = loss.detach(), correct(z, y)
-    else:
-        loss, dz, ok = closed
-        (g,) = torch.autograd.grad(out, x, dz)
-    if check:
-        checks.check_outputs(z)
-        checks.check_gradients(g)
+        return z, loss.detach(), g, correct(z, y)
+    loss, dz, ok = closed
+    (g,) = torch.autograd.grad(out, x, dz)
     return z, loss, g, ok
 
 

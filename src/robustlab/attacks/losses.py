@@ -127,12 +127,16 @@ def loss_grad_correct(
     """
     if out.ndim != 2 or is_binary(out):
         return None
-    if loss_fn is cross_entropy:
-        return _ce_closed(out, y, grad)
-    if loss_fn is margin_loss:
-        return _margin_closed(out, y, grad)
-    return None
+    closed = next((f for fn, f in CLOSED_FORM if fn is loss_fn), None)  # any callable, hashable or not
+    return None if closed is None else closed(out, y, grad)
 
+
+# the losses whose logit gradient :func:`loss_grad_correct` gives in closed form
+CLOSED_FORM = ((cross_entropy, _ce_closed), (margin_loss, _margin_closed))
+
+
+def has_closed_form(loss_fn: LossFn) -> bool:
+    return any(fn is loss_fn for fn, _ in CLOSED_FORM)
 
 LOSSES: dict[str, LossFn] = {"ce": cross_entropy, "margin": margin_loss, "logistic": logistic}
 

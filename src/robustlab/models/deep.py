@@ -130,9 +130,12 @@ class DeepMLP(nn.Module):
         """Parameters of one copy."""
         return sum(W[0].numel() for W in self.weights)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _check_input(self, x: torch.Tensor) -> None:
         if x.ndim != 3 or x.shape[0] != self.E or x.shape[2] != self.d:
             raise ValueError(f"expected input (E={self.E}, N, d={self.d}), got {tuple(x.shape)}")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
         h = x
         for W in self.weights[:-1]:
             h = torch.relu(torch.bmm(h, W))  # (E, N, m)
@@ -152,8 +155,7 @@ class DeepMLP(nn.Module):
         matrices, built once per call), which costs ``N·m²`` per copy instead of ``N·k·m·d``;
         it is taken whenever that, with the Gram matrices' ``m²·(d+k)``, is the smaller.
         """
-        if x.ndim != 3 or x.shape[0] != self.E or x.shape[2] != self.d:
-            raise ValueError(f"expected input (E={self.E}, N, d={self.d}), got {tuple(x.shape)}")
+        self._check_input(x)
         E, N, k = self.E, x.shape[1], self.k
         masks, h = [], x
         for W in self.weights[:-1]:

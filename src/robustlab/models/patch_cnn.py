@@ -143,9 +143,12 @@ class PatchCNN(nn.Module):
         E, N, P, _ = x.shape
         return self.preactivations_t(x).view(E, self.k, self.m, N, P).permute(0, 3, 4, 1, 2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def _check_input(self, x: torch.Tensor) -> None:
         if x.dim() != 4 or x.shape[0] != self.E or x.shape[-1] != self.d:
             raise ValueError(f"PatchCNN expects (E={self.E}, N, P, d={self.d}) input, got {tuple(x.shape)}")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check_input(x)
         return self.logits_from_act(self.act(self.preactivations_t(x)), x.shape[1]).contiguous()  # (E, N, k)
 
     @torch.no_grad()
@@ -157,8 +160,7 @@ class PatchCNN(nn.Module):
         ``(E, N·P, k·m) @ W (E, k·m, d)``. Attacks use it instead of autograd
         (:func:`robustlab.attacks.base.forward_and_grad`).
         """
-        if x.dim() != 4 or x.shape[0] != self.E or x.shape[-1] != self.d:
-            raise ValueError(f"PatchCNN expects (E={self.E}, N, P, d={self.d}) input, got {tuple(x.shape)}")
+        self._check_input(x)
         E, N, P, d = x.shape
         k, m = self.k, self.m
         z = self.preactivations_t(x)  # (E, k·m, N·P)

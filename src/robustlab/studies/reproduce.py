@@ -207,33 +207,27 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     # workers would otherwise wait for it. Points that run in this process (one local worker)
     # would share the interpreter with the drawing, so there it stays in line.
     overlap = options.backend != "local" or options.workers > 1
-    pending: list[tuple[str, Plan, float, Any]] = []  # (label, plan, start, Future or (sec,))
+    pending: list[tuple[str, Plan, float, Future]] = []  # (label, plan, start, its drawing)
 
     def collect(block: bool) -> None:
         """Record finished studies in plan order (all of them when ``block``)."""
-        while pending and (block or not isinstance(pending[0][3], Future) or pending[0][3].done()):
+        while pending and (block or pending[0][3].done()):
             label, p, ts, fut = pending.pop(0)
-            end = time.perf_counter()
-            if isinstance(fut, Future):
-                try:
-                    result, end = fut.result()
-                    sec = result["section"]
-                    sec.subdir = p.study.name
-                except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
-                    sec = _crash(p, exc)
-            else:
-                sec = fut[0]
+            try:
+                result, end = fut.result()
+                sec = result["section"]
+                sec.subdir = p.study.name
+            except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
+                crashed.append(p.study.name)
+                meta["crashed"][p.study.name] = repr(exc)
+                sec = _crashed_section(p.study, out / p.study.name, repr(exc),
+                                       "".join(traceback.format_exception(exc)))
+                end = time.perf_counter()
             seconds = end - ts  # its points and its drawing (which may overlap the next study's points)
             meta["timings"][p.study.name] = round(seconds, 3)
             records.write_json(meta_path, meta)
             sections.append(sec)
             _say(_study_line(label, sec, seconds), quiet)
-
-    def _crash(p: Plan, exc: Exception) -> report_html.StudySection:
-        crashed.append(p.study.name)
-        meta["crashed"][p.study.name] = repr(exc)
-        return _crashed_section(p.study, out / p.study.name, repr(exc),
-                                "".join(traceback.format_exception(exc)))
 
     with ThreadPoolExecutor(1, thread_name_prefix="robustlab-finalize") as drawer:
         try:
@@ -241,19 +235,20 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
                 label = f"[{i}/{len(plans)}] {p.study.name}"
                 _say(f"{label}: {len(p.points)} points", quiet)
                 ts = time.perf_counter()
+                fut: Future = Future()
                 try:
                     swept = execute(p, out / p.study.name, options, progress_label=label,
                                     finalize_later=overlap)
                     meta["crashed"].pop(p.study.name, None)
                     if overlap:
-                        pending.append((label, p, ts, drawer.submit(_timed, swept["finalize"])))
+                        fut = drawer.submit(_timed, swept["finalize"])
                     else:
-                        swept["section"].subdir = p.study.name
-                        pending.append((label, p, ts, (swept["section"],)))
+                        fut.set_result((swept, time.perf_counter()))
                 except UserError:
                     raise
-                except Exception as exc:  # noqa: BLE001 - a crashed study is reported; the others run
-                    pending.append((label, p, ts, (_crash(p, exc),)))
+                except Exception as exc:  # noqa: BLE001 - reported by collect; the others run
+                    fut.set_exception(exc)
+                pending.append((label, p, ts, fut))
                 collect(block=False)
             collect(block=True)
         finally:

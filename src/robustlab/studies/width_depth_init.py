@@ -246,19 +246,21 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
     """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points.
 
     Points go through in chunks that keep one hidden activation (E · chunk · width floats)
-    within ``budget``: the Jacobian's k backward passes run batched, k copies of each.
+    within ``budget``: the Jacobian's k backward passes run batched, k copies of each. A
+    :class:`DeepMLP` gives its Jacobian in closed form (its k columns held at once, so the
+    chunk is k times smaller); other models go through autograd.
     """
-    flat = Flat(model, E)
-    closed = isinstance(model, DeepMLP)  # its Jacobian in closed form: k columns carried back at once
+    closed = isinstance(model, DeepMLP)
+    flat = None if closed else Flat(model, E)
     chunk = max(1, budget // max(1, E * width * (model.k if closed else 1)))
     parts = []
     for i in range(0, len(x), chunk):
-        xc = x[i:i + chunk]
+        xe = x[i:i + chunk].expand(E, *x[i:i + chunk].shape)  # (E, n, ...)
         if closed:
-            parts.append(eps**2 * model.jacobian_fro_sq(xc.expand(E, *xc.shape)) / (xc[0].numel() + 2))
-            continue
-        per = perturbation_stability(flat, fold(xc.expand(E, *xc.shape)), eps, per_sample=True)  # (E·n,)
-        parts.append(per.reshape(E, len(xc)))
+            parts.append(eps**2 * model.jacobian_fro_sq(xe) / (xe[0, 0].numel() + 2))
+        else:
+            per = perturbation_stability(flat, fold(xe), eps, per_sample=True)  # (E·n,)
+            parts.append(per.reshape(E, xe.shape[1]))
     return torch.cat(parts, 1).mean(1)
 
 
