@@ -176,3 +176,42 @@ def test_closed_form_step_equals_autograd(loss, momentum, stop):
     with pytest.raises(ValueError, match="backprop"):
         train_supervised(models[0], x, y, spec, generators=[make_generator(s, "o") for s in range(3)],
                          backprop="manual")
+
+
+@pytest.mark.parametrize("dtype, momentum", [(torch.float64, 0.9), (torch.float32, 0.0), (torch.float32, 0.9)])
+def test_stopped_copies_leave_the_batch_without_changing_the_others(dtype, momentum, monkeypatch):
+    """``compact=True`` (the default) drops copies that reached the target from the batch, in
+    two or more rounds. The copies still training draw the same minibatches and take the same
+    steps as in the masked run, equal up to rounding (a batched product over fewer copies may
+    sum in another order: ULPs); a stopped copy's later loss entries repeat its full-pass loss
+    at the stop, which the masked run's running average also gives, reordered."""
+    x, y = toy(n=40, dtype=dtype)
+    E, T = 5, 40
+    spec = SGDSpec(epochs=T, lr=0.3 if momentum else 0.6, batch_size=8, momentum=momentum, target_loss=0.35,
+                   stop_at_target=True)
+    import robustlab.train.supervised as sup
+
+    step, rows = sup._mlp_step, []
+    monkeypatch.setattr(sup, "_mlp_step", lambda W, *a: rows.append(W[0].shape[0]) or step(W, *a))
+    runs, batch_rows = [], []
+    for compact in (True, False):
+        rows.clear()
+        m = DeepMLP(6, 48, 3, 3, generators=[make_generator(s, "i") for s in range(E)], dtype=dtype)
+        log = train_supervised(m, x, y, spec, generators=[make_generator(s, "o") for s in range(E)], compact=compact)
+        runs.append((m, log))
+        batch_rows.append(sorted(set(rows)))
+    (mc, lc), (mm, lm) = runs
+    stops = lc.stopped.tolist()
+    assert len({s for s in stops if s < T}) >= 2, f"two rounds of stopping are needed for the test: {stops}"
+    assert lc.stopped.tolist() == lm.stopped.tolist() and lc.reached.tolist() == lm.reached.tolist()
+    tol = dict(rtol=1e-12, atol=1e-13) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
+    for W, R in zip(mc.weights, mm.weights):
+        torch.testing.assert_close(W, R, **tol)
+    last = max(stops)  # every copy stopped by then: the rest of the trace is never run
+    for a, b in ((lc.kappa, lm.kappa), (lc.kappa_layers, lm.kappa_layers), (lc.loss, lm.loss), (lc.acc, lm.acc)):
+        torch.testing.assert_close(a[:, :last], b[:, :last], **tol)
+    for e, s in enumerate(stops):
+        if s < last:
+            assert torch.unique(lc.loss[e, s:last]).numel() == 1  # frozen, not recomputed
+    # the stopped copies are really out of the batch: one stack size per round of stopping
+    assert batch_rows[1] == [E] and len(batch_rows[0]) >= 3 and min(batch_rows[0]) < E

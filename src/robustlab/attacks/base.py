@@ -6,7 +6,9 @@ eval mode (its mode restored afterwards), parameters are frozen while attacking 
 ``.grad`` is never touched), inputs are never mutated, and input gradients come from
 ``torch.autograd.grad`` on per-sample losses — or, for a model with a closed-form
 ``output_and_vjp(x) -> (outputs, dz ↦ input gradient)`` (robustlab's patch CNN, and
-``Flat`` around it), from that, whenever the loss's logit gradient is closed-form too.
+``Flat`` around it) or a plain ``nn.Sequential`` of linear, convolution and ReLU layers
+(:mod:`robustlab.models.pullback`), from that, whenever the loss's logit gradient is
+closed-form too.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import torch
 from torch import nn
 
 from ..config import ConfigError
+from ..models.pullback import sequential_pullback
 from . import checks
-from .losses import LOSSES, correct, has_closed_form, loss_grad_correct
+from .losses import LOSSES, closed_form, correct, is_binary, loss_grad_correct
 from .threat import L2, Linf
 
 __all__ = ["Attack", "loss_and_grad", "Bounds"]
@@ -52,30 +55,49 @@ def forward_and_grad(
     check: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Detached outputs, per-sample loss ``(N,)``, its input gradient (shape of ``x``) and
-    correctness ``(N,)``.
+    correctness ``(N,)``: ``gradient_fn(model, loss_fn)(x, y, check=check)``."""
+    return gradient_fn(model, loss_fn)(x, y, check=check)
+
+
+GradFn = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
+
+
+def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> GradFn:
+    """``(x, y, *, check=False) ↦ (outputs, loss, input gradient, correct)`` for a fixed model
+    and loss, with the route chosen once (an iterative attack calls it every step).
 
     Built-in multi-class losses take their logit gradient in closed form
     (:func:`losses.loss_grad_correct`) and pull it back with the model's own
-    ``output_and_vjp`` where it has one, else with one ``autograd.grad(out, x, ·)``; other
-    losses go through autograd of ``loss.sum()``.
+    ``output_and_vjp`` where it has one, else in closed form for a plain ``nn.Sequential``
+    (:func:`~robustlab.models.pullback.sequential_pullback`), else with one
+    ``autograd.grad(out, x, ·)``; other losses go through autograd of ``loss.sum()``.
+    ``check=True`` runs the label, output and gradient sanity checks (one host sync each).
     """
-    result = None
-    fast = getattr(model, "output_and_vjp", None) if has_closed_form(loss_fn) else None
-    pulled = fast(x.detach()) if fast is not None else None
-    if pulled is not None:  # the model's closed-form pull-back, no graph
-        z, vjp = pulled
+    closed = closed_form(loss_fn)
+    pullback = None
+    if closed is not None:
+        pullback = getattr(model, "output_and_vjp", None) or sequential_pullback(model)
+
+    def grad(x: torch.Tensor, y: torch.Tensor, *, check: bool = False):
+        result = None
+        if pullback is not None:
+            with torch.no_grad():  # closed-form pull-back, no graph
+                pulled = pullback(x.detach())
+                if pulled is not None:
+                    z, vjp = pulled
+                    if check:
+                        checks.check_labels(z, y)
+                    if z.ndim == 2 and not is_binary(z):  # binary scores: autograd below
+                        loss, dz, ok = closed(z, y, True)
+                        result = z, loss, vjp(dz), ok
+        if result is None:
+            result = _autograd_forward_and_grad(model, x, y, loss_fn, check)
         if check:
-            checks.check_labels(z, y)
-        closed = loss_grad_correct(loss_fn, z, y)
-        if closed is not None:  # None for binary scores: autograd below
-            loss, dz, ok = closed
-            result = z, loss, vjp(dz), ok
-    if result is None:
-        result = _autograd_forward_and_grad(model, x, y, loss_fn, check)
-    if check:
-        checks.check_outputs(result[0])
-        checks.check_gradients(result[2])
-    return result
+            checks.check_outputs(result[0])
+            checks.check_gradients(result[2])
+        return result
+
+    return grad
 
 
 def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool):
@@ -90,7 +112,7 @@ def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool):
         (g,) = torch.autograd.grad(loss.sum(), x)
         return z, loss.detach(), g, correct(z, y)
     loss, dz, ok = closed
-    (g,) = torch.autograd.grad(out, x, dz)
+    (g,) = torch.autograd.grad(out, x, dz.contiguous())  # user autograd Functions may .view() it
     return z, loss, g, ok
 
 

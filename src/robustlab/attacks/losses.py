@@ -96,8 +96,9 @@ def _ce_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tens
     lsm = torch.log_softmax(z.t(), 0)  # (k, N), contiguous
     value = lsm.gather(0, yr).neg_().squeeze(0)
     dz = None
-    if grad:  # back to (N, k) contiguous: user autograd Functions may .view() the incoming grad
-        dz = lsm.exp_().scatter_add_(0, yr, lsm.new_full(yr.shape, -1.0)).t().contiguous()
+    if grad:  # an (N, k) view of the (k, N) result: pull-backs take it as it is (a copy costs
+        # a kernel per step); the autograd route makes it contiguous
+        dz = lsm.exp_().scatter_add_(0, yr, lsm.new_full(yr.shape, -1.0)).t()
     return value, dz, z.argmax(1) == y
 
 
@@ -125,18 +126,22 @@ def loss_grad_correct(
 
     Equal to autograd of the loss up to rounding. ``out`` must be detached (or no-grad).
     """
-    if out.ndim != 2 or is_binary(out):
-        return None
-    closed = next((f for fn, f in CLOSED_FORM if fn is loss_fn), None)  # any callable, hashable or not
-    return None if closed is None else closed(out, y, grad)
+    closed = closed_form(loss_fn)
+    return None if closed is None or out.ndim != 2 or is_binary(out) else closed(out, y, grad)
 
 
 # the losses whose logit gradient :func:`loss_grad_correct` gives in closed form
 CLOSED_FORM = ((cross_entropy, _ce_closed), (margin_loss, _margin_closed))
 
 
+def closed_form(loss_fn: LossFn) -> Callable | None:
+    """``(out, y, grad) ↦ (loss, logit gradient or None, correct)`` for multi-class logits
+    ``(N, k)``, k >= 2, if ``loss_fn`` has one (see :func:`loss_grad_correct`), else None."""
+    return next((f for fn, f in CLOSED_FORM if fn is loss_fn), None)  # any callable, hashable or not
+
+
 def has_closed_form(loss_fn: LossFn) -> bool:
-    return any(fn is loss_fn for fn, _ in CLOSED_FORM)
+    return closed_form(loss_fn) is not None
 
 LOSSES: dict[str, LossFn] = {"ce": cross_entropy, "margin": margin_loss, "logistic": logistic}
 

@@ -27,7 +27,7 @@ from torch import nn
 from ..config import ConfigError
 from ..models.ensemble import Flat
 from . import checks
-from .base import Attack, Bounds, _check_loss, forward_and_grad
+from .base import Attack, Bounds, GradFn, _check_loss, gradient_fn
 from .losses import correct, get_loss, is_binary, loss_grad_correct
 from .threat import Linf
 
@@ -51,12 +51,13 @@ def _rank_offset(loss: object, out: torch.Tensor) -> float | None:
 
 def _ranked_loss_and_grad(
     model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: object, *, grad: bool, check: bool,
-    loss_fn: Callable | None = None,
+    loss_fn: Callable | None = None, grad_fn: GradFn | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
-    """Per row: the rank key, the input gradient (if ``grad``), correctness and the loss."""
+    """Per row: the rank key, the input gradient (if ``grad``), correctness and the loss.
+    ``grad_fn``: :func:`~robustlab.attacks.base.gradient_fn` of the model and loss, if resolved."""
     loss_fn = loss_fn or get_loss(loss)
     if grad:
-        out, value, g, ok = forward_and_grad(model, x, y, loss_fn, check=check)
+        out, value, g, ok = (grad_fn or gradient_fn(model, loss_fn))(x, y, check=check)
     else:
         with torch.no_grad():
             out = model(x)
@@ -159,6 +160,7 @@ class PGD(Attack):
         best_key = torch.full((M,), -math.inf, dtype=x.dtype, device=x.device)
         rows = torch.arange(M, device=x.device) if self.early_stop else None  # rows still attacked
         loss_fn, step = get_loss(self.loss), self.step_size
+        grad_fn = gradient_fn(model, loss_fn)  # the route (closed form or autograd) is chosen once
 
         def keep_better(best: torch.Tensor, x_adv: torch.Tensor, better: torch.Tensor) -> torch.Tensor:
             """``best ← where(better, x_adv, best)`` per row, in place; ``better`` 0./1., ``(M, 1, ...)``."""
@@ -172,7 +174,7 @@ class PGD(Attack):
         for t in range(self.steps + 1):
             # the last pass only scores the final iterate (no gradient needed)
             key, g, ok, _ = _ranked_loss_and_grad(model, x_adv, ya, self.loss, grad=t < self.steps,
-                                                  check=t == 0, loss_fn=loss_fn)
+                                                  check=t == 0, loss_fn=loss_fn, grad_fn=grad_fn)
             if rows is None:
                 torch.gt(key, best_key, out=better_rows)
                 keep_better(best, x_adv, better)

@@ -221,7 +221,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                      generators: Sequence[torch.Generator],
                      on_target: Callable[[torch.Tensor, int], None] | None = None,
                      on_epoch: Callable[[int], None] | None = None,
-                     backprop: str = "auto") -> TrainLog:
+                     backprop: str = "auto", compact: bool = True) -> TrainLog:
     """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
 
     ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
@@ -238,6 +238,15 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     with its closed-form backward pass and the momentum update fused into the weight-gradient
     product (:func:`_mlp_step`); other models, or ``backprop="autograd"``, use autograd. Both
     give the same update up to float rounding (tested in float64).
+
+    ``compact`` (closed-form path): copies stopped at the target leave the batch — the
+    copies still training are gathered into their own smaller stack, draw their minibatch
+    orders from their own generators as before, and are written back to the model after every
+    epoch (before ``on_epoch`` and the target check) — so a stopped copy costs nothing more.
+    Their numbers are unchanged; a stopped copy's later ``loss``/``acc`` entries hold its
+    full-pass loss and accuracy at the stop (what its running average would repeat, up to
+    summation order). ``compact=False`` keeps stopped copies in the batch with a masked update
+    (the autograd path always does): the reference the tests and the benchmark compare with.
     """
     E = len(generators)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -264,18 +273,25 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     if backprop not in ("auto", "autograd"):
         raise ValueError(f"backprop={backprop!r}: one of auto, autograd")
     closed = backprop == "auto" and _closed_form_mlp(model, params)
+    compact = compact and closed
+    # compacted training: `sel` the copies still training, `work`/`wbufs` their own stacks
+    sel: list[int] | None = None
+    work, wbufs = params, bufs
+    frozen_loss = torch.full((E,), float("nan"), dtype=torch.float64)  # full pass at the stop
+    frozen_acc = frozen_loss.clone()
     model.train()
     for t in range(T):
         lr = spec.lr_at(t)
         lrs.append(lr)
-        perm = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(x.device)  # (E, N)
-        run_loss = torch.zeros(E, dtype=torch.float64, device=x.device)
-        run_acc = torch.zeros(E, dtype=torch.float64, device=x.device)
+        gens = generators if sel is None else [generators[e] for e in sel]
+        perm = torch.stack([torch.randperm(N, generator=g) for g in gens]).to(x.device)  # (E', N)
+        run_loss = torch.zeros(len(gens), dtype=torch.float64, device=x.device)
+        run_acc = torch.zeros(len(gens), dtype=torch.float64, device=x.device)
         for i in range(0, N, B):
-            idx = perm[:, i:i + B]  # (E, b): each copy its own minibatch
+            idx = perm[:, i:i + B]  # (E', b): each copy its own minibatch
             if closed:
-                per, correct = _mlp_step(params, bufs, masks if frozen_any else None, x[idx], y[idx],
-                                         spec, lr)
+                per, correct = _mlp_step(work, wbufs, masks if frozen_any and not compact else None, x[idx],
+                                         y[idx], spec, lr)
             else:
                 out = model(x[idx])  # (E, b, k)
                 per, correct = member_loss(out, y[idx], spec.loss)
@@ -293,8 +309,16 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
             steps += 1
             run_loss += per.detach().double().sum(1)
             run_acc += correct.double().sum(1)
-        loss_t[:, t] = (run_loss / N).cpu()
-        acc_t[:, t] = (run_acc / N).cpu()
+        if sel is None:
+            loss_t[:, t] = (run_loss / N).cpu()
+            acc_t[:, t] = (run_acc / N).cpu()
+        else:  # write the copies still training back into the model; the stopped ones repeat
+            with torch.no_grad():
+                for p, w in zip(params, work):
+                    p[sel] = w
+            loss_t[:, t], acc_t[:, t] = frozen_loss, frozen_acc
+            loss_t[sel, t] = (run_loss / N).cpu()
+            acc_t[sel, t] = (run_acc / N).cpu()
         finite &= torch.isfinite(loss_t[:, t])
         with torch.no_grad():
             whole, layers = lazy_ratios(params, init, base2)
@@ -307,7 +331,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
             near = (loss_t[:, t] <= 2 * spec.target_loss) & (reached == 0)
             newly = torch.zeros(E, dtype=torch.bool)
             if near.any():
-                full, _ = evaluate(model, x, y, spec.loss, E=E)
+                full, full_acc = evaluate(model, x, y, spec.loss, E=E)
                 newly = near & (full.cpu() <= spec.target_loss)
             if newly.any():
                 reached[newly] = t + 1
@@ -321,4 +345,11 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                         kappa_t[:, t + 1:] = kappa_t[:, t:t + 1]
                         kappa_l[:, t + 1:] = kappa_l[:, t:t + 1]
                         break
+                    if compact:  # drop the stopped copies from the batch (the model is current)
+                        frozen_loss[newly], frozen_acc[newly] = full.double().cpu()[newly], full_acc.double().cpu()[newly]
+                        new = active.nonzero().flatten().tolist()
+                        pos = new if sel is None else [sel.index(e) for e in new]  # rows of `work`
+                        work = [w.detach()[pos] for w in work]  # fancy indexing: copies
+                        wbufs = None if wbufs is None else [b[pos] for b in wbufs]
+                        sel = new
     return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped, reached)

@@ -1,0 +1,140 @@
+"""The closed-form pull-back of plain nn.Sequential stacks (models/pullback.py), in float64
+against autograd, and the models it must refuse (autograd then runs instead)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import parametrizations
+
+from robustlab.attacks import FGSM, PGD, Linf
+from robustlab.attacks.base import _autograd_forward_and_grad, gradient_fn
+from robustlab.attacks.losses import cross_entropy, margin_loss
+from robustlab.models.pullback import sequential_output_and_vjp, sequential_pullback
+
+
+def _mlp():
+    return nn.Sequential(nn.Linear(6, 9), nn.ReLU(), nn.Sequential(nn.Linear(9, 7, bias=False), nn.ReLU(inplace=True)),
+                         nn.Dropout(0.5), nn.Identity(), nn.Linear(7, 4))
+
+
+def _cnn():
+    return nn.Sequential(nn.Unflatten(1, (2, 7, 7)), nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(),
+                         nn.Conv2d(4, 6, 3, stride=2, padding=(1, 0), dilation=(1, 2), bias=False), nn.ReLU(),
+                         nn.Conv2d(6, 6, 1, groups=3), nn.Flatten(), nn.Linear(6 * 4 * 2, 5))
+
+
+def _relu_first():  # the first layer acts on the caller's x: it must not be written
+    return nn.Sequential(nn.ReLU(), nn.Flatten(), nn.Linear(8, 3))
+
+
+@pytest.mark.parametrize("make, shape", [(_mlp, (11, 6)), (_cnn, (11, 98)), (_relu_first, (11, 2, 4))])
+def test_pullback_matches_autograd_float64(make, shape):
+    torch.manual_seed(0)
+    model = make().double().eval()
+    x = torch.randn(*shape, dtype=torch.float64)
+    x0 = x.clone()
+    pulled = sequential_output_and_vjp(model, x)
+    assert pulled is not None
+    z, vjp = pulled
+    dz = torch.randn_like(z)
+    xr = x.clone().requires_grad_(True)
+    out = model(xr)
+    (g_ref,) = torch.autograd.grad(out, xr, dz)
+    torch.testing.assert_close(z, out.detach(), rtol=0, atol=1e-12)
+    torch.testing.assert_close(vjp(dz), g_ref, rtol=0, atol=1e-12)
+    assert torch.equal(x, x0)
+    # a transposed (non-contiguous) logit gradient, as the closed-form cross-entropy gives it
+    torch.testing.assert_close(vjp(dz.t().contiguous().t()), g_ref, rtol=0, atol=1e-12)
+
+
+def test_pullback_relu_at_exactly_zero_matches_autograd():
+    """Pre-activations exactly 0: autograd's ReLU passes no gradient there, and so must we."""
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 2)).double()
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[1.0, -1.0], [0.0, 0.0], [2.0, 0.0]]))
+        model[0].bias.zero_()
+    x = torch.tensor([[1.0, 1.0], [0.0, 3.0]], dtype=torch.float64)  # unit 0 at exactly 0 for row 0
+    z, vjp = sequential_output_and_vjp(model, x)
+    dz = torch.ones_like(z)
+    xr = x.clone().requires_grad_(True)
+    (g_ref,) = torch.autograd.grad(model(xr), xr, dz)
+    assert torch.equal(vjp(dz), g_ref)
+
+
+class _MyLinear(nn.Linear):
+    pass
+
+
+def _hooked():
+    m = nn.Sequential(nn.Linear(4, 3))
+    m[0].register_forward_hook(lambda mod, inp, out: out * 2)
+    return m
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nn.Linear(4, 3),  # not a Sequential
+    lambda: nn.Sequential(nn.Linear(4, 3), nn.Tanh()),  # a layer it does not model
+    lambda: nn.Sequential(_MyLinear(4, 3)),  # a subclass may override forward
+    _hooked,
+    lambda: nn.Sequential(parametrizations.weight_norm(nn.Linear(4, 3))),
+    lambda: nn.Sequential(nn.Linear(4, 3), nn.Dropout(0.5)).train(),  # dropout in training mode
+    lambda: nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 3, padding="same")),
+    lambda: nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 3, padding=1, padding_mode="reflect")),
+    lambda: nn.Sequential(),
+])
+def test_pullback_refuses_what_it_does_not_model(make):
+    assert sequential_pullback(make()) is None
+
+
+def test_pullback_refuses_global_hooks_and_unbatched_convolutions():
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda mod, inp, out: None)
+    try:
+        assert sequential_pullback(nn.Sequential(nn.Linear(4, 3))) is None
+    finally:
+        handle.remove()
+    assert sequential_pullback(nn.Sequential(nn.Linear(4, 3))) is not None
+    conv = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Flatten(0), nn.Unflatten(0, (1, 32)))
+    assert sequential_pullback(conv)(torch.randn(1, 4, 4)) is None  # (C, H, W): autograd instead
+
+
+@pytest.mark.parametrize("loss_fn", [cross_entropy, margin_loss])
+@pytest.mark.parametrize("make, shape", [(_mlp, (13, 6)), (_cnn, (13, 98))])
+def test_gradient_fn_closed_form_route_equals_autograd_route(loss_fn, make, shape):
+    torch.manual_seed(1)
+    model = make().double().eval()
+    x = torch.rand(*shape, dtype=torch.float64)
+    y = torch.randint(0, 5 if make is _cnn else 4, (shape[0],))
+    z, loss, g, ok = gradient_fn(model, loss_fn)(x, y, check=True)
+    z2, loss2, g2, ok2 = _autograd_forward_and_grad(model, x, y, loss_fn, check=True)
+    for a, b in ((z, z2), (loss, loss2), (g, g2)):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    assert torch.equal(ok, ok2)
+
+
+class _Wrapped(nn.Module):
+    """The same network behind a custom forward: attacks take the autograd route."""
+
+    def __init__(self, seq: nn.Module):
+        super().__init__()
+        self.seq = seq
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+@pytest.mark.parametrize("attack", [
+    PGD(Linf(0.1), steps=7, step_size=0.03),
+    PGD(Linf(0.1), steps=5, step_size=0.03, random_start=True, restarts=3),
+    PGD(Linf(0.1), steps=5, step_size=0.03, loss="margin", early_stop=True),
+    FGSM(Linf(0.1)),
+])
+def test_attacks_give_the_same_points_by_either_route(attack):
+    torch.manual_seed(2)
+    seq = _cnn().double().eval()
+    x = torch.rand(17, 98, dtype=torch.float64)
+    y = torch.randint(0, 5, (17,))
+    a = attack(seq, x, y, generator=torch.Generator().manual_seed(0))
+    b = attack(_Wrapped(seq), x, y, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
