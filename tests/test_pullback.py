@@ -138,3 +138,25 @@ def test_attacks_give_the_same_points_by_either_route(attack):
     a = attack(seq, x, y, generator=torch.Generator().manual_seed(0))
     b = attack(_Wrapped(seq), x, y, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+def test_class_major_logits_predict_like_argmax():
+    """The closed-form losses read a class-major (k, N) tensor seen as (N, k) with ``max`` along
+    the contiguous axis; it must pick the same class as ``argmax`` on ties, infinities and NaN."""
+    from robustlab.attacks.losses import _predicted
+
+    g = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        k = int(torch.randint(2, 7, (1,), generator=g))
+        z = torch.randint(-2, 3, (50, k), generator=g).double()  # many ties
+        z[torch.rand(50, k, generator=g) < 0.05] = float("nan")
+        z[torch.rand(50, k, generator=g) < 0.05] = float("inf")
+        want = z.argmax(1)
+        assert torch.equal(_predicted(z), want)
+        assert torch.equal(_predicted(z.t().contiguous().t()), want)
+
+
+def test_last_linear_layer_gives_class_major_logits():
+    model = _mlp().double().eval()
+    z, _ = sequential_output_and_vjp(model, torch.randn(5, 6, dtype=torch.float64))
+    assert z.shape == (5, 4) and z.t().is_contiguous()
