@@ -60,6 +60,12 @@ def test_ensemble_member_equals_network_built_alone():
     assert out.shape == (3, 5, 3)
     torch.testing.assert_close(out[2:3], alone(x[2:3]), rtol=0, atol=0)
     torch.testing.assert_close(ens.member(1)(x[1:2]), out[1:2], rtol=0, atol=0)
+    sub = ens.eval().members([2, 0])  # a sub-ensemble in the order asked, detached, same mode
+    torch.testing.assert_close(sub(x[[2, 0]]), out[[2, 0]], rtol=0, atol=0)
+    assert sub.E == 2 and not sub.training and all(not W.requires_grad or W.grad_fn is None for W in sub.weights)
+    with torch.no_grad():
+        sub.weights[0].zero_()
+    torch.testing.assert_close(ens(x), out, rtol=0, atol=0)  # a copy: the ensemble is untouched
     # each copy sees only its own inputs
     x2 = x.clone()
     x2[0] += 1.0
@@ -176,6 +182,7 @@ def test_conv_and_residual_variants(cls, init):
     assert out.shape == (2, 3, 5)
     torch.testing.assert_close(out[1], nets[1](x[1]), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(ens.member(0)(x[:1])[0], nets[0](x[0]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ens.members([1, 0])(x[[1, 0]]), out[[1, 0]], rtol=1e-6, atol=1e-7)
     assert ens.n_params() == sum(p.numel() for p in nets[0].parameters())
     assert all(w.shape[0] == 2 for w in ens.weights)
 

@@ -152,3 +152,18 @@ def test_stability_in_chunks_equals_one_pass():
     torch.testing.assert_close(whole, chunked, rtol=1e-12, atol=0)
     one = W._per_member_stability(model.member(2), x, 0.1, 1, width=64)
     torch.testing.assert_close(whole[2:], one, rtol=1e-12, atol=0)
+
+
+def test_at_target_values_of_the_copies_that_stopped_equal_their_final_values():
+    """``stop_at_target``: a copy's values at the target are measured on a sub-ensemble of the
+    copies reaching it in that epoch; the copy is frozen from then on, so the full ensemble's
+    final measurement must give the same numbers (the sub-ensemble is not another network)."""
+    out = W.run_points(cfgs(5, width=32, depth=2, init="he", epochs=30, decay_start=0, lr=0.1, batch_size=10,
+                            target_loss=0.6, stop_at_target=True))
+    finals = [rows[-1] for rows in out]
+    epochs = [f["epoch_at_target"] for f in finals if f["reached_target"]]
+    assert len(epochs) >= 3 and len(set(epochs)) >= 2, f"copies must stop at different epochs: {epochs}"
+    for f in finals:
+        if f["reached_target"]:
+            for k in ("train_loss", "train_acc", "test_acc", "stability"):
+                assert f[f"{k}_at_target"] == pytest.approx(f[k], rel=1e-5, abs=1e-7), k

@@ -175,12 +175,15 @@ class DeepMLP(nn.Module):
 
     def member(self, e: int) -> DeepMLP:
         """Copy ``e`` as an ensemble of one (a detached deep copy)."""
-        one = copy.deepcopy(self)
-        with torch.no_grad():
-            for W1, W in zip(one.weights, self.weights):
-                W1.data = W[e:e + 1].detach().clone()
-        one.E = 1
-        return one
+        return self.members([e])
+
+    def members(self, idx: Sequence[int]) -> DeepMLP:
+        """Copies ``idx`` as an ensemble of ``len(idx)``, in that order (detached copies)."""
+        sub = copy.copy(self)  # the architecture's fields; the module state is rebuilt below
+        nn.Module.__init__(sub)
+        sub.weights = nn.ParameterList(nn.Parameter(W.detach()[list(idx)].clone()) for W in self.weights)
+        sub.E = len(idx)
+        return sub.train(self.training)
 
 
 # ----------------------------------------------------------------------------------------
@@ -275,12 +278,16 @@ class VmapEnsemble(nn.Module):
 
     def member(self, e: int) -> VmapEnsemble:
         """Copy ``e`` as an ensemble of one (detached)."""
-        one = copy.copy(self)
-        nn.Module.__init__(one)
-        one.names, one.E = self.names, 1
-        one.weights = nn.ParameterList(nn.Parameter(W[e:e + 1].detach().clone()) for W in self.weights)
-        object.__setattr__(one, "_base", self._base)
-        return one
+        return self.members([e])
+
+    def members(self, idx: Sequence[int]) -> VmapEnsemble:
+        """Copies ``idx`` as an ensemble of ``len(idx)``, in that order (detached copies)."""
+        sub = copy.copy(self)
+        nn.Module.__init__(sub)
+        sub.names, sub.E = self.names, len(idx)
+        sub.weights = nn.ParameterList(nn.Parameter(W.detach()[list(idx)].clone()) for W in self.weights)
+        object.__setattr__(sub, "_base", self._base)
+        return sub.train(self.training)
 
 
 def layer_weights(model: nn.Module) -> list[torch.Tensor]:

@@ -289,11 +289,15 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     at = {k: torch.full((E,), float("nan"), dtype=torch.float64) for k in AT_TARGET}
 
     def on_target(newly: torch.Tensor, epoch: int) -> None:
-        vals = dict(zip(("train_loss", "train_acc"), evaluate(model, data.x_train, data.y_train, spec.loss, E=E)))
-        vals["test_acc"] = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)[1]
-        vals["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
+        # only the copies that reached the target now are measured (the others' values here
+        # would be thrown away), as a sub-ensemble of those copies
+        idx = newly.nonzero().flatten().tolist()
+        sub, n = (model, E) if len(idx) == E else (model.members(idx), len(idx))
+        vals = dict(zip(("train_loss", "train_acc"), evaluate(sub, data.x_train, data.y_train, spec.loss, E=n)))
+        vals["test_acc"] = evaluate(sub, data.x_test, data.y_test, spec.loss, E=n)[1]
+        vals["stability"] = _per_member_stability(sub, data.x_test, base.eps, n, width=act)
         for k in AT_TARGET:
-            at[k][newly] = vals[k].detach().double().cpu()[newly]
+            at[k][newly] = vals[k].detach().double().cpu()
 
     early: dict[str, torch.Tensor] = {}
 
