@@ -238,6 +238,31 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 
 
+def test_studies_run_in_run_order_and_report_in_the_asked_order(tmp_path, capsys, monkeypatch):
+    """reproduce runs the study that is slowest to draw early (its figures overlap the next
+    study's points), but its report, claim table and timings keep the order asked for."""
+    from robustlab.studies import reproduce as rep
+
+    register(monkeypatch, smoke_variant("smoke-b"))
+    register(monkeypatch, smoke_variant("smoke-c"))
+    monkeypatch.setattr(rep, "REPRODUCE_RUN_ORDER", ["smoke-c", "smoke"])
+    names = [p.study.name for p in rep.run_order([types.SimpleNamespace(study=types.SimpleNamespace(name=n))
+                                                  for n in ("smoke", "smoke-b", "smoke-c")])]
+    assert names == ["smoke-b", "smoke-c", "smoke"]  # not listed first, then the listed order
+    out = tmp_path / "r"
+    assert reproduce(out, preset="quick", options=SweepOptions(quiet=False),
+                     studies=["smoke", "smoke-b", "smoke-c"]) == 0
+    captured = capsys.readouterr()
+    started = [ln.split(":")[0] for ln in captured.err.splitlines() if ln.endswith("points")]
+    assert started == ["[1/3] smoke-b", "[2/3] smoke-c", "[3/3] smoke"]
+    meta = json.loads((out / "reproduce.json").read_text())
+    assert meta["studies"] == list(meta["timings"]) == ["smoke", "smoke-b", "smoke-c"]
+    rows = [ln.split()[0] for ln in table_of(captured.out).splitlines() if ln.startswith("smoke")]
+    assert list(dict.fromkeys(rows)) == ["smoke", "smoke-b", "smoke-c"]
+    html = (out / "report.html").read_text()
+    assert html.index("Variant smoke-b") < html.index("Variant smoke-c")
+
+
 def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_crash(tmp_path, capsys, monkeypatch):
     """With worker processes, a study's claims and figures are drawn while the next study's
     points run: the records are the same as drawn in line (one worker), the studies are

@@ -11,7 +11,7 @@ import importlib
 from ..config import UserError
 from .base import Claim, Context, Figure, Preset, Study
 
-__all__ = ["REGISTRY", "get_study", "all_studies", "REPRODUCE_ORDER", "Study", "Preset", "Claim",
+__all__ = ["REGISTRY", "get_study", "all_studies", "REPRODUCE_ORDER", "REPRODUCE_RUN_ORDER", "Study", "Preset", "Claim",
            "Context", "Figure"]
 
 REGISTRY: dict[str, str] = {
@@ -22,8 +22,15 @@ REGISTRY: dict[str, str] = {
     "width-depth-init": "robustlab.studies.width_depth_init",
 }
 
-# The studies `robustlab reproduce` runs, in order.
+# The studies `robustlab reproduce` runs, in the order its report lists them.
 REPRODUCE_ORDER: list[str] = ["feature-learning", "lazy-attack", "lazy-adversarial", "width-depth-init"]
+
+# The order it runs them in. A study's figures are drawn while the next study's points run,
+# so the last study's drawing is the only one nothing overlaps: width-depth-init (about 8
+# CPU-s of matplotlib at the quick preset) goes early, lazy-adversarial (about 1.5 s) last.
+# Studies not listed (plugins, files) run first, in the order asked. Quick preset, back to
+# back on 2 cores: 83.3 s in report order, 77.5 s in this one.
+REPRODUCE_RUN_ORDER: list[str] = ["feature-learning", "width-depth-init", "lazy-attack", "lazy-adversarial"]
 
 
 def get_study(name: str) -> Study:

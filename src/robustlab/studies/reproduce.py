@@ -1,4 +1,5 @@
-"""`robustlab reproduce`: every study in order into one directory, then one report.
+"""`robustlab reproduce`: every study into one directory, then one report (in the order
+asked; the studies run in :func:`run_order`).
 
 Layout of a reproduce directory::
 
@@ -35,7 +36,7 @@ from ..stats import Verdict
 from ..sweep import lock as runlock
 from ..sweep.runner import SweepOptions
 from ..sweep.store import Store
-from . import REGISTRY, REPRODUCE_ORDER, external, get_study
+from . import REGISTRY, REPRODUCE_ORDER, REPRODUCE_RUN_ORDER, external, get_study
 from .base import Claim, Plan, Study, check_run_dir, execute, finalize, plan
 
 __all__ = ["reproduce", "rebuild", "resolve_studies"]
@@ -192,9 +193,18 @@ def _reproduce_meta(out: Path, preset: str, seed: int | None, names: list[str]) 
     return {"preset": preset, "seed": seed, "studies": names, "started": records.now_iso()}
 
 
+def run_order(plans: list[Plan]) -> list[Plan]:
+    """The plans in the order to run them (see :data:`REPRODUCE_RUN_ORDER`): studies it does
+    not list first, as asked, then the built-in ones in its order."""
+    rank = {name: i for i, name in enumerate(REPRODUCE_RUN_ORDER)}
+    return sorted(plans, key=lambda p: rank.get(p.study.name, -1))
+
+
 def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], options: SweepOptions,
                       preset: str, strict: bool) -> int:
     meta_path = out / "reproduce.json"
+    report_order = [p.study.name for p in plans]
+    plans = run_order(plans)
     quiet = options.quiet
     sections: list[report_html.StudySection] = []
     crashed: list[str] = []
@@ -254,6 +264,8 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
         finally:
             drawer.shutdown(wait=True, cancel_futures=True)
 
+    sections.sort(key=lambda sec: report_order.index(sec.name))  # the report keeps the asked order
+    meta["timings"] = {n: meta["timings"][n] for n in report_order if n in meta["timings"]}
     meta["finished"] = records.now_iso()
     meta["seconds"] = round(time.perf_counter() - t0, 3)
     path = _write_top(out, sections, meta)
