@@ -243,9 +243,10 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     copies still training are gathered into their own smaller stack, draw their minibatch
     orders from their own generators as before, and are written back to the model after every
     epoch (before ``on_epoch`` and the target check) — so a stopped copy costs nothing more.
-    Their numbers are unchanged; a stopped copy's later ``loss``/``acc`` entries hold its
-    full-pass loss and accuracy at the stop (what its running average would repeat, up to
-    summation order). ``compact=False`` keeps stopped copies in the batch with a masked update
+    Their minibatches and steps are the same as in the masked run, and so are their numbers
+    up to rounding (a batched product over fewer copies may sum in another order: ULPs); a
+    stopped copy's later ``loss``/``acc`` entries hold its full-pass loss and accuracy at the
+    stop (what its running average would repeat, up to summation order). ``compact=False`` keeps stopped copies in the batch with a masked update
     (the autograd path always does): the reference the tests and the benchmark compare with.
     """
     E = len(generators)
