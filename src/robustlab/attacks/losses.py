@@ -133,6 +133,8 @@ def loss_grad_correct(
     custom callables: use autograd).
 
     Equal to autograd of the loss up to rounding. ``out`` must be detached (or no-grad).
+    The cross-entropy gradient is an ``(N, k)`` view of a class-major ``(k, N)`` tensor:
+    call ``.contiguous()`` before handing it to code that ``.view()``s it.
     """
     closed = closed_form(loss_fn)
     return None if closed is None or out.ndim != 2 or is_binary(out) else closed(out, y, grad)
