@@ -132,6 +132,18 @@ def bench_pgd_overhead(threads: int = 2, rounds: int = 7) -> None:
             print(f"{name + ' (' + label + ')':<36}{t['ta'] * 1e3:>16.2f}{t['rl'] * 1e3:>14.2f}"
                   f"{t['ta'] / t['rl']:>7.2f}x{accuracy(model, fns['ta'](), yb):>12.3f}"
                   f"{accuracy(model, fns['rl'](), yb):>12.3f}")
+    # where the MLP's time goes: a call's fixed cost (0 steps: robustlab still checks its
+    # inputs, scores the start and projects) and the cost of one more step, both sides
+    fixed = {
+        "ta0": lambda: torchattacks.PGD(mlp, eps=eps, alpha=eps / 4, steps=0, random_start=False)(xb, yb),
+        "rl0": lambda: PGD(Linf(eps), steps=0, step_size=eps / 4)(mlp, xb, yb),
+        "ta": lambda: torchattacks.PGD(mlp, eps=eps, alpha=eps / 4, steps=steps, random_start=False)(xb, yb),
+        "rl": lambda: PGD(Linf(eps), steps=steps, step_size=eps / 4)(mlp, xb, yb),
+    }
+    t = best_times(fixed, rounds=rounds)
+    step_ta, step_rl = (t["ta"] - t["ta0"]) / steps, (t["rl"] - t["rl0"]) / steps
+    print(f"MLP, wall: fixed cost per call torchattacks {t['ta0'] * 1e3:.2f} ms, robustlab {t['rl0'] * 1e3:.2f} ms; "
+          f"per step {step_ta * 1e6:.0f} vs {step_rl * 1e6:.0f} us ({step_ta / step_rl:.2f}x)")
     torch.set_num_threads(old)
 
 
