@@ -160,3 +160,22 @@ def test_last_linear_layer_gives_class_major_logits():
     model = _mlp().double().eval()
     z, _ = sequential_output_and_vjp(model, torch.randn(5, 6, dtype=torch.float64))
     assert z.shape == (5, 4) and z.t().is_contiguous()
+
+
+def test_binary_sequential_falls_back_to_autograd_once(monkeypatch):
+    """A binary model's scores have no closed-form loss gradient here: the first call finds
+    that out and the later ones go straight to autograd (no forward pass thrown away)."""
+    import robustlab.attacks.base as base
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)).double()
+    x = torch.randn(6, 4, dtype=torch.float64)
+    y = torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0], dtype=torch.float64)
+    calls = []
+    real = base.sequential_pullback(model)
+    monkeypatch.setattr(base, "sequential_pullback", lambda m: (lambda xx: calls.append(1) or real(xx)))
+    fn = base.gradient_fn(model, cross_entropy)
+    for _ in range(3):
+        z, loss, g, ok = fn(x, y)
+    assert len(calls) == 1
+    z2, loss2, g2, ok2 = _autograd_forward_and_grad(model, x, y, cross_entropy, False)
+    torch.testing.assert_close(g, g2, rtol=0, atol=1e-12)

@@ -79,6 +79,7 @@ def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor]
         pullback = getattr(model, "output_and_vjp", None) or sequential_pullback(model)
 
     def grad(x: torch.Tensor, y: torch.Tensor, *, check: bool = False):
+        nonlocal pullback
         result = None
         if pullback is not None:
             with torch.no_grad():  # closed-form pull-back, no graph
@@ -87,9 +88,11 @@ def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor]
                     z, vjp = pulled
                     if check:
                         checks.check_labels(z, y)
-                    if z.ndim == 2 and not is_binary(z):  # binary scores: autograd below
+                    if z.ndim == 2 and not is_binary(z):
                         loss, dz, ok = closed(z, y, True)
                         result = z, loss, vjp(dz), ok
+                    else:  # binary scores have no closed-form loss here: autograd, from now on
+                        pullback = None
         if result is None:
             result = _autograd_forward_and_grad(model, x, y, loss_fn, check)
         if check:
