@@ -11,7 +11,17 @@ from torch.nn.utils import parametrizations
 from robustlab.attacks import FGSM, PGD, Linf
 from robustlab.attacks.base import _autograd_forward_and_grad, gradient_fn
 from robustlab.attacks.losses import cross_entropy, margin_loss
-from robustlab.models.pullback import sequential_output_and_vjp, sequential_pullback
+from robustlab.models.pullback import sequential_pullback
+
+
+def sequential_output_and_vjp(model, x):
+    """The pull-back applied to ``x`` under no_grad, as gradient_fn runs it (None where it is None)."""
+    fn = sequential_pullback(model)
+    if fn is None:
+        return None
+    with torch.no_grad():
+        pulled = fn(x)
+    return None if pulled is None else (pulled[0], torch.no_grad()(pulled[1]))
 
 
 def _mlp():

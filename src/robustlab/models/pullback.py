@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn.modules import module as _module
 from torch.nn.utils import parametrize
 
-__all__ = ["sequential_pullback", "sequential_output_and_vjp"]
+__all__ = ["sequential_pullback"]
 
 Pullback = Callable[[torch.Tensor], torch.Tensor]
 _RESHAPES = (nn.Flatten, nn.Unflatten, nn.Identity)
@@ -126,12 +126,3 @@ def sequential_pullback(model: nn.Module) -> Callable[[torch.Tensor], tuple[torc
 
     return output_and_vjp
 
-
-def sequential_output_and_vjp(model: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, Pullback] | None:
-    """:func:`sequential_pullback` applied to ``x`` under ``torch.no_grad()`` (None where it is None)."""
-    fn = sequential_pullback(model)
-    if fn is None:
-        return None
-    with torch.no_grad():
-        pulled = fn(x)
-    return None if pulled is None else (pulled[0], torch.no_grad()(pulled[1]))
