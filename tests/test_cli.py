@@ -140,6 +140,34 @@ def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(m
     assert e["floor_seconds"] is None and e["flops"] is None
 
 
+def test_dry_run_floor_with_cuda_is_the_gpu_rate_once(monkeypatch, capsys):
+    """With device=cuda the local workers share one GPU: the floor is the run's FLOPs at that
+    GPU's rate, not divided by the workers, and the estimate is never below it. (The device is
+    faked here: the sampled points run on the CPU.)"""
+    import dataclasses
+
+    import torch
+
+    from robustlab.cli import _dry_run
+    from robustlab.studies import base, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    flops = {0.05: 1e6, 0.1: 2e6, 0.2: 4e6, 0.4: 8e15}
+    study = dataclasses.replace(get_study("smoke"), cost=lambda c: flops[c.lr])
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.4"], n_seeds=2)
+    asked = []
+    monkeypatch.setattr("robustlab.utils.resolve_device", lambda name="cpu": torch.device("cuda"))
+    monkeypatch.setattr("robustlab.utils.matmul_rate", lambda **k: (asked.append(k), 5e13)[1])
+    e = base.estimate(p, SweepOptions(workers=4), samples=2)
+    assert [k["device"].type for k in asked] == ["cuda"]
+    total = 2 * sum(flops.values())
+    assert e["floor_device"] == "cuda" and e["floor_parallel"] == 1
+    assert e["floor_seconds"] == pytest.approx(total / 5e13)  # one GPU: not / 4 workers
+    assert e["estimate_seconds"] >= e["floor_seconds"]
+    assert _dry_run([p], SweepOptions(workers=4), "robustlab run smoke") == 0
+    assert "at the GPU's 50000 GFLOP/s (one device, shared by the workers)" in capsys.readouterr().out
+
+
 def test_dry_run_still_refuses_bad_input(tmp_path, capsys):
     assert main(["run", "smoke", "--set", "lr=-1", "--dry-run", "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err.startswith("robustlab: error: ")

@@ -167,8 +167,10 @@ def _dry_run(plans: list, options, what: str) -> int:
               f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
               flush=True)
     for e in floors:
-        print(f"{e['study']}: {e['flops'] / 1e12:.1f} TFLOP of matrix products; at this machine's "
-              f"{e['matmul_gflops']:.0f} GFLOP/s per worker ({e['parallel']} in parallel) that alone takes "
+        where = (f"the GPU's {e['matmul_gflops']:.0f} GFLOP/s (one device, shared by the workers)"
+                 if e.get("floor_device") == "cuda" and e.get("floor_parallel") == 1 else
+                 f"this machine's {e['matmul_gflops']:.0f} GFLOP/s per worker ({e['floor_parallel']} in parallel)")
+        print(f"{e['study']}: {e['flops'] / 1e12:.1f} TFLOP of matrix products; at {where} that alone takes "
               f"{_fmt_seconds(e['floor_seconds'])}: a floor under any run of this grid here")
     print(f"estimated wall time: {_fmt_seconds(total)} (the sampled groups' time per group, or per FLOP where "
           "a study counts them, x the whole run / parallel workers; rough where a point's cost varies along "

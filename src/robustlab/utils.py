@@ -15,14 +15,23 @@ __all__ = ["resolve_device", "make_generator", "derive_seed", "matmul_rate", "re
 def resolve_device(name: str = "cpu") -> torch.device:
     """``cpu``, ``cuda`` (error if absent) or ``auto`` (CUDA when present)."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return resolve_device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
             raise UserError(f"device={name!r} is not allowed: CUDA is not available on this machine (use cpu or auto)")
+        _full_float32_on_cuda()
         return torch.device(name)
     if name == "cpu":
         return torch.device("cpu")
     raise UserError(f"device={name!r} is not allowed: one of cpu, cuda, auto")
+
+
+def _full_float32_on_cuda() -> None:
+    """Float32 products and convolutions in full float32 on the GPU, as on the CPU: cuDNN
+    otherwise runs float32 convolutions in TF32 (a 10-bit mantissa) on Ampere and later, which
+    moves results by ~1e-3 relative and breaks "same config, same numbers" across devices."""
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def derive_seed(seed: int, *salt: int | str) -> int:
@@ -40,23 +49,30 @@ def make_generator(seed: int, *salt: int | str, device: torch.device | str = "cp
     return g
 
 
-def matmul_rate(n: int = 1024, threads: int | None = None, reps: int = 4) -> float:
-    """The machine's dense float32 matmul rate in FLOP/s (``n × n`` by ``n × n`` on the CPU,
-    best of three rounds of ``reps`` products, ``threads`` intra-op threads; default: torch's
-    current setting). The yardstick of training rates and of ``--dry-run``'s compute floor."""
+def matmul_rate(n: int = 1024, threads: int | None = None, reps: int = 4,
+                device: torch.device | str = "cpu") -> float:
+    """The machine's dense float32 matmul rate in FLOP/s (``n × n`` by ``n × n``, best of three
+    rounds of ``reps`` products). On the CPU with ``threads`` intra-op threads (default:
+    torch's current setting); on a CUDA ``device`` timed between synchronisations, at torch's
+    float32 matmul precision (full float32 unless the caller allowed TF32). The yardstick of
+    training rates and of ``--dry-run``'s compute floor."""
     import time
 
+    dev = torch.device(device)
+    sync = (lambda: torch.cuda.synchronize(dev)) if dev.type == "cuda" else (lambda: None)
     old = torch.get_num_threads()
-    if threads is not None:
+    if threads is not None and dev.type == "cpu":
         torch.set_num_threads(threads)
     try:
-        a, b = torch.randn(n, n), torch.randn(n, n)
+        a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
         torch.mm(a, b)  # warm-up
+        sync()
         best = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()
             for _ in range(reps):
                 torch.mm(a, b)
+            sync()
             best = min(best, time.perf_counter() - t0)
     finally:
         torch.set_num_threads(old)

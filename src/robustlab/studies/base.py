@@ -397,9 +397,11 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
       the cheaper half of the groups (a paper grid's widest group can take hours alone), the
       estimate is the sampled seconds per FLOP × the run's FLOPs / the workers, and
       ``floor_seconds`` is the run's FLOPs at the machine's measured matmul rate
-      (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) / the workers:
+      (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) / the workers,
+      or with ``device=cuda`` at the GPU's rate, once (the local workers share one GPU):
       a run dominated by large products cannot finish sooner on this machine. Small points
-      run below that rate, so the estimate leans high where the cost sits in large points.
+      run below that rate, so the estimate leans high where the cost sits in large points;
+      it is never below the floor.
     """
     study = plan_.study
     groups = group_points(plan_.points, study.ensemble, study.max_ensemble)
@@ -434,16 +436,23 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     out = {"study": study.name, "points": len(plan_.points), "groups": len(groups),
            "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
            "sample_failed": failed, "parallel": parallel, "flops": None, "floor_seconds": None,
-           "matmul_gflops": None}
+           "matmul_gflops": None, "floor_device": None, "floor_parallel": None}
     if costs is None:
         out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
         return out
-    from ..utils import matmul_rate
+    from ..utils import matmul_rate, resolve_device
 
     total, sampled = sum(costs), sum(costs[i] for i in picked_i)
-    rate = matmul_rate(threads=options.threads)
-    out.update(flops=total, matmul_gflops=rate / 1e9, floor_seconds=total / rate / parallel,
-               estimate_seconds=seconds / sampled * total / parallel)
+    device = resolve_device(options.device)
+    if device.type == "cuda":
+        # the local workers all use one GPU: its rate, once, bounds the whole run
+        rate = matmul_rate(n=4096, reps=10, device=device)
+        floor_parallel = 1 if options.backend == "local" else parallel
+    else:
+        rate, floor_parallel = matmul_rate(threads=options.threads), parallel
+    out.update(flops=total, matmul_gflops=rate / 1e9, floor_device=device.type, floor_parallel=floor_parallel,
+               floor_seconds=total / rate / floor_parallel,
+               estimate_seconds=max(seconds / sampled * total / parallel, total / rate / floor_parallel))
     return out
 
 
