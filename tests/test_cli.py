@@ -163,7 +163,10 @@ def test_dry_run_floor_with_cuda_is_the_gpu_rate_once(monkeypatch, capsys):
     total = 2 * sum(flops.values())
     assert e["floor_device"] == "cuda" and e["floor_parallel"] == 1
     assert e["floor_seconds"] == pytest.approx(total / 5e13)  # one GPU: not / 4 workers
-    assert e["estimate_seconds"] >= e["floor_seconds"]
+    # per group a fixed part (the samples' time less their products), spread over the workers,
+    # plus every product on the one GPU
+    fixed = max(0.0, e["sample_seconds"] - 2 * 3e6 / 5e13) / 2
+    assert e["estimate_seconds"] == pytest.approx(fixed * 4 / 4 + total / 5e13)
     assert _dry_run([p], SweepOptions(workers=4), "robustlab run smoke") == 0
     assert "at the GPU's 50000 GFLOP/s (one device, shared by the workers)" in capsys.readouterr().out
 

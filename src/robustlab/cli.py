@@ -173,8 +173,8 @@ def _dry_run(plans: list, options, what: str) -> int:
         print(f"{e['study']}: {e['flops'] / 1e12:.1f} TFLOP of matrix products; at {where} that alone takes "
               f"{_fmt_seconds(e['floor_seconds'])}: a floor under any run of this grid here")
     print(f"estimated wall time: {_fmt_seconds(total)} (the sampled groups' time per group, or per FLOP where "
-          "a study counts them, x the whole run / parallel workers; rough where a point's cost varies along "
-          "the grid)")
+          "a study counts them, x the whole run / parallel workers; on a GPU a fixed time per group plus the "
+          "floor; rough where a point's cost varies along the grid)")
     return 0
 
 
