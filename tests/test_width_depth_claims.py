@@ -135,6 +135,25 @@ def test_width_needs_a_spread_and_a_deeper_depth():
     assert c.verdict.verdict == I and "deeper" in c.evidence["target"]["he"]
 
 
+def test_width_judges_a_second_training_set_size_swept_at_depth_2_only():
+    """The paper preset sweeps a second training-set size at depth 2 alone (for
+    width-peak-n-train): that series' parts are judged beside the full sweep's, and its missing
+    deeper sweep takes nothing away (the init has one, in the other series)."""
+    a = synth()
+    b = a[(a["depth"] == 2) & a["init"].isin(["he", "lecun"])].copy()
+    b["n_train"], b["point"] = 4 * N_TRAIN, b["point"] + "|400"
+    c = by_id(pd.concat([a, b], ignore_index=True))["width-peak"]
+    assert c.verdict.verdict == R
+    parts = {k.replace(".0]", "]") for k in c.evidence["target"]}  # n_train may read as a float
+    assert {"he_L2[n_train=100]", "he_L3[n_train=100]", "he_L2[n_train=400]", "lecun_L2[n_train=400]"} <= parts
+    # judged, not hidden: a curve that keeps rising in that series contradicts the claim
+    for k in ("stability", "stability_at_target"):
+        b[k] = 0.1 * b["width"] ** 0.3
+    c = by_id(pd.concat([a, b], ignore_index=True))["width-peak"]
+    assert c.verdict.verdict == C
+    assert [v["verdict"] for k, v in c.evidence["target"].items() if k.startswith("he_L2[n_train=400")] == [C]
+
+
 def test_width_reports_the_end_of_schedule_protocol_beside():
     c = by_id(synth(end_scale=1.0))["width-peak"]
     assert c.evidence["end"]["verdict"] == R and c.evidence["target"]["verdict"] == R

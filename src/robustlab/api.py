@@ -150,12 +150,15 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
         grid: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
         seeds: int | None = None, out: str | Path | None = None, backend: str = "local",
         workers: int = 1, threads: int = 1, device: str = "cpu", ray_address: str | None = None,
-        quiet: bool = False, retry_failed: bool = False, data_dir: str | None = None) -> Run:
+        quiet: bool = False, retry_failed: bool = False, data_dir: str | None = None,
+        reuse: Sequence[str | Path] = ()) -> Run:
     """Run one study, exactly as ``robustlab run`` does, and return the :class:`Run`.
 
     ``study``: a built-in or plugin name, or the path of a file defining ``STUDY``.
     ``set``: field -> value (``{"lr": 0.05}``); ``grid``: field -> list of values, or a
-    range string (``{"size": [6, 10, 14]}``, ``{"lr": "0.01:1:5log"}``). Bad input raises
+    range string (``{"size": [6, 10, 14]}``, ``{"lr": "0.01:1:5log"}``). ``reuse``: run
+    directories of the same study whose finished points with exactly these configs are taken,
+    not recomputed (``--reuse``). Bad input raises
     :class:`robustlab.UserError` (a :class:`ConfigError` for a bad field) before anything
     is written. Progress shows in a terminal and in a notebook unless ``quiet``.
     """
@@ -168,7 +171,7 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     options = SweepOptions(backend=backend, workers=workers, device=device, ray_address=ray_address,
                            quiet=quiet, threads=threads, retry_failed=retry_failed)
     return start_run(study, options=options, preset=preset, sets=set, grids=grid, seed=seed,
-                     seeds=seeds, out=out, data_dir=data_dir)
+                     seeds=seeds, out=out, data_dir=data_dir, reuse=tuple(reuse))
 
 
 # ----------------------------------------------------------------------------------------

@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--data-dir", default=None,
                        help="folder with torchvision dataset files (sets the study's data_dir)")
     p_run.add_argument("--resume", action="store_true", help="continue the run in --out (also implied by re-running into it)")
+    p_run.add_argument("--reuse", action="append", default=[], metavar="DIR",
+                       help="take the finished points of this earlier run of the study whose configs are exactly "
+                            "this run's, instead of computing them (repeatable)")
     _add_sweep_options(p_run)
     p_rep = sub.add_parser("reproduce", help="run every study and write one report")
     p_rep.add_argument("--seed", type=int, default=None, help="base seed of every study")
@@ -231,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    run = execute_run(p, out, options, record=_run_file_record(args), started=started)
+    run = execute_run(p, out, options, record=_run_file_record(args), started=started, reuse=args.reuse)
     summary = run.summary
     print(claim_table_text([summary["section"]]))
     n_fail = len(summary["failures"])

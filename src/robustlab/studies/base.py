@@ -271,8 +271,13 @@ def check_run_dir(out: Path) -> None:
 
 def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
             record: Mapping[str, Any] | None = None, started: Callable[[], None] | None = None,
-            finalize_later: bool = False) -> dict:
+            finalize_later: bool = False, reuse: Sequence[str | Path] = ()) -> dict:
     """Run a planned study into ``out`` (created only now), then finalize. Returns summary.
+
+    ``reuse``: run directories of the same study (and thread count) whose finished points
+    this run takes instead of computing them, where a point's config is exactly one of this
+    plan's (its hash): a grid extended, or a preset assembled from its slices, runs only what
+    is new. The manifest's ``reused`` lists each source with its device, code and host.
 
     ``started`` is called once the run is checked and its manifest written, before any point
     runs (the CLI says there how many workers it uses: an input error stays one line).
@@ -284,13 +289,14 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     out = Path(out)
     fresh = not out.exists()
     _check_out(plan_, out, options)  # before anything is written
+    sources = _check_reuse(plan_, out, options, reuse)
     sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
     out.mkdir(parents=True, exist_ok=True)
     try:
         # one writer per run directory: a second one stops here, having written nothing
         with runlock.writer(out):
             _check_out(plan_, out, options)  # again, now that nobody else writes it
-            _execute_locked(plan_, out, options, fresh, progress_label, record, started)
+            _execute_locked(plan_, out, options, fresh, progress_label, record, started, sources)
             if not finalize_later:
                 return finalize(out, plan_.study)
     except runlock.LockedError:
@@ -326,9 +332,50 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
     check_run_dir(out)
 
 
+def _check_reuse(plan_: Plan, out: Path, options: SweepOptions,
+                 reuse: Sequence[str | Path]) -> list[tuple[Path, dict]]:
+    """Each ``reuse`` directory holds a readable run of this study at this thread count (and is
+    not ``out``): ``[(dir, its manifest)]``; else a UserError, before anything is written."""
+    sources = []
+    for d in reuse:
+        d = Path(d)
+        if not (d / "manifest.json").is_file() or not (d / "store.sqlite").is_file():
+            raise UserError(f"--reuse {str(d)!r} is not allowed: not a robustlab run directory "
+                            "(no manifest.json and store.sqlite)")
+        if d.resolve() == out.resolve():
+            raise UserError(f"--reuse {str(d)!r} is not allowed: it is --out itself (re-running into "
+                            "--out resumes it already)")
+        m = records.read_json(d / "manifest.json")
+        if m.get("study") != plan_.study.name:
+            raise UserError(f"--reuse {str(d)!r} is not allowed: it holds a run of study "
+                            f"{m.get('study')!r}, not {plan_.study.name!r}")
+        if m.get("threads", 1) != options.threads:
+            raise UserError(f"--reuse {str(d)!r} is not allowed: its points ran with threads="
+                            f"{m.get('threads', 1)} and this run uses threads={options.threads} "
+                            "(float bits depend on it); run with that")
+        check_run_dir(d)  # its records parse
+        sources.append((d, m))
+    return sources
+
+
+def _take_reused(store: Store, keys: Sequence[str], sources: list[tuple[Path, dict]]) -> list[dict]:
+    """Copy into ``store`` the finished points of ``sources`` that this plan holds and the store
+    has not finished (a failed one is replaced): one entry per source that gave any."""
+    wanted, have, taken = set(keys), store.keys("done"), []
+    for d, m in sources:
+        with Store(d / "store.sqlite", readonly=True) as src:
+            entries = [{**e, "status": "done"} for e in src.done() if e["key"] in wanted and e["key"] not in have]
+        if entries:
+            store.record(entries, replace_failed=True)
+            have |= {e["key"] for e in entries}
+            taken.append({"from": str(d.resolve()), "points": len(entries), "device": m.get("device"),
+                          "code": m.get("code"), "host": m.get("host"), "at": records.now_iso()})
+    return taken
+
+
 def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
                     progress_label: str | None, record: Mapping[str, Any] | None,
-                    started: Callable[[], None] | None) -> None:
+                    started: Callable[[], None] | None, sources: list[tuple[Path, dict]] = ()) -> None:
     study = plan_.study
     manifest_path = out / "manifest.json"
     try:
@@ -359,6 +406,8 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             old = records.read_json(manifest_path)
             manifest["started"] = old.get("started", manifest["started"])
             manifest["resumed"] = old.get("resumed", 0) + 1
+            if old.get("reused"):
+                manifest["reused"] = old["reused"]
         records.write_json(manifest_path, manifest)
     except BaseException:
         if fresh:
@@ -368,6 +417,10 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
         started()
     try:
         with Store(out / "store.sqlite") as store:
+            taken = _take_reused(store, manifest["point_keys"], list(sources)) if sources else []
+            if taken:
+                manifest["reused"] = manifest.get("reused", []) + taken
+                records.write_json(manifest_path, manifest)
             stats = run_sweep(plan_.points, study.run_points, store, options,
                               ensemble=study.ensemble, max_group=study.max_ensemble,
                               label=progress_label or study.name)
