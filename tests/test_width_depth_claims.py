@@ -154,6 +154,25 @@ def test_width_judges_a_second_training_set_size_swept_at_depth_2_only():
     assert [v["verdict"] for k, v in c.evidence["target"].items() if k.startswith("he_L2[n_train=400")] == [C]
 
 
+def test_small_init_is_compared_only_with_he_on_its_own_data():
+    """He swept at a second training-set size (the paper preset's 1000-point block) is no partner
+    for the non-lazy init trained on the other: nonlazy-width and kappa pair series on the same
+    data and schedule, and a He series over the other data changes neither verdict."""
+    a = synth()
+    base = {k: c.verdict for k, c in by_id(a).items() if k in ("nonlazy-width", "kappa")}
+    b = a[(a["depth"] == 2) & (a["init"] == "he")].copy()
+    b["n_train"], b["point"] = 4 * N_TRAIN, b["point"] + "|400"
+    b["stability"] = b["stability_at_target"] = 1e-3  # far below the small init: would contradict
+    res = by_id(pd.concat([a, b], ignore_index=True))
+    for k, v in base.items():
+        assert res[k].verdict.verdict == v.verdict == R and res[k].verdict.effect == pytest.approx(v.effect), k
+    pairs = [k for k in res["nonlazy-width"].evidence["target"] if k.startswith("small")]
+    assert len(pairs) == 1 and "400" not in pairs[0]
+    # with no He on its data at all, the comparison is not applicable (not inconclusive)
+    only = pd.concat([a[a["init"] != "he"], b], ignore_index=True)
+    assert by_id(only)["nonlazy-width"].verdict.verdict == NA
+
+
 def test_width_reports_the_end_of_schedule_protocol_beside():
     c = by_id(synth(end_scale=1.0))["width-peak"]
     assert c.evidence["end"]["verdict"] == R and c.evidence["target"]["verdict"] == R

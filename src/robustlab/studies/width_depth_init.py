@@ -812,6 +812,18 @@ def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     return Claim("nonlazy-width-early", statement, verdict, ev, src)
 
 
+# What makes a non-lazy run and a He run comparable: the same data, training budget and loss
+# (a learning rate or an init scale may differ per init). A grid with He runs at two
+# training-set sizes compares the non-lazy init only with the He runs on its own data.
+_PAIRING_FIELDS = ("dataset", "data_dir", "classes", "size", "sphere", "n_train", "n_test", "epochs", "batch_size",
+                   "output")
+
+
+def _same_setting(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return all(set(a[k].astype(str)) == set(b[k].astype(str))
+               for k in _PAIRING_FIELDS if k in a.columns and k in b.columns)
+
+
 def _same_output_as_he(f: pd.DataFrame) -> pd.DataFrame:
     """The rows trained with the loss He's runs use: a small-init run under another loss (the
     squared-loss runs of Thm 3) is no partner for comparing against He."""
@@ -854,10 +866,15 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
         parts, ev = [], {}
         for ls, small in smalls:
             for lh, he in hes:
+                if len(he) and not _same_setting(small, he):
+                    continue  # He on other data (another training-set size, ...): no partner
                 name = f"small{ls}_vs_he{lh}"
                 p, e = one(small, he, name)
                 parts += p
                 ev[name] = e
+        if not parts:
+            return not_applicable("no He run on the small init's data and schedule"), \
+                {"reason": "no He run on the small init's data and schedule"}
         return combine(parts), ev
 
     verdict, ev = _judge(f, check)
@@ -916,8 +933,9 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                      {**ev, "reason": "needs init=he and init=small runs at depth 2"}, SOURCE + ", §5.2, Figs. 2-3")
     parts = []
     for lh, he in hes:
-        wh = sorted(int(m) for m in he["width"].unique() if m >= n_train)
-        lazy = Condition("over-parameterised widths", len(wh) >= 3, f"He widths >= {n_train}: {wh}")
+        n_he = int(he["n_train"].max())  # this series' own training set
+        wh = sorted(int(m) for m in he["width"].unique() if m >= n_he)
+        lazy = Condition("over-parameterised widths", len(wh) >= 3, f"He widths >= {n_he}: {wh}")
         over = he[he["width"].isin(wh)]
         falls = decide(slope_estimate(over["width"], over["kappa"], log_x=True, log_y=True), threshold=0.0,
                        side="below", conditions=[lazy], reason=f"he{lh}: slope of log kappa on log m")
@@ -925,9 +943,11 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
         ev[f"he{lh}_vs_width"] = _part(falls, mean={int(m): _r(x) for m, x in he.groupby("width")["kappa"].mean().items()})
         b_he = _seed_exponents(ep[ep["point"].isin(he["point"])], wh)
         for ls, small in smalls:
-            ws = sorted(int(m) for m in small["width"].unique() if m >= n_train)
+            if not _same_setting(small, he):
+                continue  # He on other data: no partner for the non-lazy init
+            ws = sorted(int(m) for m in small["width"].unique() if m >= n_he)
             common = [m for m in ws if m in wh]
-            cond = Condition("over-parameterised widths", len(common) >= 3, f"common widths >= {n_train}: {common}")
+            cond = Condition("over-parameterised widths", len(common) >= 3, f"common widths >= {n_he}: {common}")
             b_small = _seed_exponents(ep[ep["point"].isin(small["point"])], common)
             flat = decide(difference_estimate(_seed_exponents(ep[ep["point"].isin(he["point"])], common), b_small),
                           threshold=0.0, side="below", conditions=[cond],
