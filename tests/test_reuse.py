@@ -97,3 +97,9 @@ def test_reuse_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
     assert "Traceback" not in err
     if case != "itself":
         assert not b.exists()
+
+
+def test_dry_run_checks_reuse_too(tmp_path, capsys):
+    rc = main(["run", "smoke", "--out", str(tmp_path / "b"), *GRID, "--reuse", str(tmp_path / "nope"), "--dry-run"])
+    assert rc == 2 and capsys.readouterr().err.startswith("robustlab: error: --reuse ")
+    assert not (tmp_path / "b").exists()

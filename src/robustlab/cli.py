@@ -226,6 +226,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                          seed=args.seed, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
                          resume=args.resume)
     if args.dry_run:
+        from .studies.base import check_reuse
+
+        check_reuse(p, Path(out), options, args.reuse)  # bad input is an error here too
         return _dry_run([p], options, f"robustlab run {p.study.name}")
 
     def started() -> None:

@@ -41,7 +41,7 @@ from ..sweep import lock as runlock
 from ..sweep.runner import SweepOptions, group_points, run_sweep
 from ..sweep.store import Store
 
-__all__ = ["check_run_dir", "Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
+__all__ = ["check_run_dir", "check_reuse", "Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
            "execute", "finalize", "load"]
 
 
@@ -289,7 +289,7 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     out = Path(out)
     fresh = not out.exists()
     _check_out(plan_, out, options)  # before anything is written
-    sources = _check_reuse(plan_, out, options, reuse)
+    sources = check_reuse(plan_, out, options, reuse)
     sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -332,7 +332,7 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
     check_run_dir(out)
 
 
-def _check_reuse(plan_: Plan, out: Path, options: SweepOptions,
+def check_reuse(plan_: Plan, out: Path, options: SweepOptions,
                  reuse: Sequence[str | Path]) -> list[tuple[Path, dict]]:
     """Each ``reuse`` directory holds a readable run of this study at this thread count (and is
     not ``out``): ``[(dir, its manifest)]``; else a UserError, before anything is written."""
