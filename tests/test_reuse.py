@@ -5,6 +5,7 @@ computed everything."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,17 @@ def test_dry_run_checks_reuse_too(tmp_path, capsys):
     rc = main(["run", "smoke", "--out", str(tmp_path / "b"), *GRID, "--reuse", str(tmp_path / "nope"), "--dry-run"])
     assert rc == 2 and capsys.readouterr().err.startswith("robustlab: error: --reuse ")
     assert not (tmp_path / "b").exists()
+
+
+def test_reuse_only_reads_its_source(tmp_path, monkeypatch):
+    """Nothing is written into a source, not even a write probe: it may sit on a read-only disk."""
+    from robustlab import records as rec
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(a, "--grid", "lr=0.05") == 0
+    probed = []
+    real = rec.check_writable
+    monkeypatch.setattr(rec, "check_writable", lambda path, **kw: (probed.append(Path(path).resolve()), real(path, **kw))[1])
+    assert _run(b, "--grid", "lr=0.05,0.1", "--reuse", str(a)) == 0
+    assert a.resolve() not in probed and b.resolve() in probed
+    assert json.loads((b / "manifest.json").read_text())["reused"][0]["points"] == 2

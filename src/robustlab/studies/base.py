@@ -333,9 +333,10 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
 
 
 def check_reuse(plan_: Plan, out: Path, options: SweepOptions,
-                 reuse: Sequence[str | Path]) -> list[tuple[Path, dict]]:
+                 reuse: Sequence[str | Path]) -> list[tuple[Path, dict, list[dict]]]:
     """Each ``reuse`` directory holds a readable run of this study at this thread count (and is
-    not ``out``): ``[(dir, its manifest)]``; else a UserError, before anything is written."""
+    not ``out``): ``[(dir, its manifest, its finished points)]``, read once and only read (a
+    source may sit on a read-only disk); else a UserError, before anything is written."""
     sources = []
     for d in reuse:
         d = Path(d)
@@ -353,18 +354,18 @@ def check_reuse(plan_: Plan, out: Path, options: SweepOptions,
             raise UserError(f"--reuse {str(d)!r} is not allowed: its points ran with threads="
                             f"{m.get('threads', 1)} and this run uses threads={options.threads} "
                             "(float bits depend on it); run with that")
-        check_run_dir(d)  # its records parse
-        sources.append((d, m))
+        with Store(d / "store.sqlite", readonly=True) as src:
+            done = src.done()  # every finished record parses, or a one-line StoreError
+        sources.append((d, m, done))
     return sources
 
 
-def _take_reused(store: Store, keys: Sequence[str], sources: list[tuple[Path, dict]]) -> list[dict]:
+def _take_reused(store: Store, keys: Sequence[str], sources: list[tuple[Path, dict, list[dict]]]) -> list[dict]:
     """Copy into ``store`` the finished points of ``sources`` that this plan holds and the store
     has not finished (a failed one is replaced): one entry per source that gave any."""
     wanted, have, taken = set(keys), store.keys("done"), []
-    for d, m in sources:
-        with Store(d / "store.sqlite", readonly=True) as src:
-            entries = [{**e, "status": "done"} for e in src.done() if e["key"] in wanted and e["key"] not in have]
+    for d, m, done in sources:
+        entries = [{**e, "status": "done"} for e in done if e["key"] in wanted and e["key"] not in have]
         if entries:
             store.record(entries, replace_failed=True)
             have |= {e["key"] for e in entries}
@@ -375,7 +376,7 @@ def _take_reused(store: Store, keys: Sequence[str], sources: list[tuple[Path, di
 
 def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
                     progress_label: str | None, record: Mapping[str, Any] | None,
-                    started: Callable[[], None] | None, sources: list[tuple[Path, dict]] = ()) -> None:
+                    started: Callable[[], None] | None, sources: Sequence[tuple[Path, dict, list[dict]]] = ()) -> None:
     study = plan_.study
     manifest_path = out / "manifest.json"
     try:
@@ -417,7 +418,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
         started()
     try:
         with Store(out / "store.sqlite") as store:
-            taken = _take_reused(store, manifest["point_keys"], list(sources)) if sources else []
+            taken = _take_reused(store, manifest["point_keys"], list(sources))
             if taken:
                 manifest["reused"] = manifest.get("reused", []) + taken
                 records.write_json(manifest_path, manifest)
