@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from test_feature_slow import TINY as FL_TINY
+from test_width_depth_study import TINY as WDI_TINY
 from torch import nn
 
 from robustlab.cli import main
@@ -99,20 +101,19 @@ def test_pgd_on_cuda_finds_the_cpu_points():
 
 # One tiny run of each study, on the CPU and on CUDA (two workers: the CUDA path through the
 # process pool), compared record by record.
-TINY_RUNS = {
-    "width-depth-init": ["--seeds", "2", "--set", "dataset=digits", "--set", "size=8", "--set", "n_train=60", "--set", "n_test=40",
-                         "--set", "epochs=4", "--set", "batch_size=20", "--set", "decay_start=3",
-                         "--set", "lr_step=0", "--set", "mc_samples=0", "--grid", "width=8,64",
+def _sets(fields: dict) -> list[str]:
+    return [a for k, v in fields.items() for a in ("--set", f"{k}={v}")]
+
+
+TINY_RUNS = {  # the tiny settings of each study's own end-to-end tests
+    "width-depth-init": ["--seeds", "2", *_sets({**WDI_TINY, "size": 8}), "--grid", "width=8,64",
                          "--grid", "depth=2,3", "--grid", "init=he,lecun"],
     "lazy-attack": ["--seeds", "2", "--set", "dataset=digits", "--set", "epochs=3", "--set", "sphere=true",
                     "--grid", "size=4,8", "--grid", "m=16", "--grid", "C0=10,20", "--grid", "lr=1.0"],
     "lazy-adversarial": ["--seeds", "1", "--set", "dataset=digits", "--set", "epochs=2",
                          "--set", "attack_steps=2", "--set", "test_attack_steps=2", "--set", "max_train=64",
                          "--set", "m=16", "--grid", "size=4,8", "--grid", "eps=0.1,0.4", "--grid", "R=none,1.0"],
-    "feature-learning": ["--seeds", "2"] + [a for k, v in {
-        "P": "16", "d": "16", "n_train": "24", "n_test": "32", "m": "2", "steps": "30", "probe_every": "5",
-        "eval_every": "15", "eval_pgd_steps": "2", "epochs": "1", "max_train": "200", "max_test": "100",
-        "image_pgd_steps": "1", "ilyas_steps": "2", "pgd_steps": "2"}.items() for a in ("--set", f"{k}={v}")],
+    "feature-learning": ["--seeds", "2", *_sets(FL_TINY)],
 }
 
 
