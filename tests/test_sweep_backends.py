@@ -132,6 +132,46 @@ def test_a_worker_that_dies_fails_its_point_and_the_sweep_goes_on(tmp_path):
         assert sorted(r["rows"][0]["x"] for r in st.done()) == [0.0, 1.0, 3.0, 4.0]
 
 
+SCRIPT_CALLS = {
+    "cli": "import sys\nfrom robustlab.cli import main\n{guard}sys.exit(main({argv!r}))\n",
+    "api": "import robustlab\n{guard}robustlab.run('smoke', grid={{'lr': [0.1, 0.5]}}, seeds=3, workers=2, "
+           "quiet=True, out={out!r})\n",
+}
+
+
+@pytest.mark.parametrize("entry", sorted(SCRIPT_CALLS))
+def test_a_script_without_the_main_guard_is_refused_in_one_line(tmp_path, entry):
+    """Worker processes re-run the driver's script as they start; a top-level call to
+    robustlab there used to fail every point (each worker hit multiprocessing's bootstrap
+    error). Now a probe worker sees it first: one line, nothing written. With the guard,
+    the same script runs (a guarded ``-m`` module is every ``cli()`` test's)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(records.__file__).resolve().parents[1])
+    out = tmp_path / "r"
+    argv = [*SMOKE, "--workers", "2", "--out", str(out)]
+    guards = ["", 'if __name__ == "__main__":\n    '] if entry == "cli" else [""]
+    for guard in guards:
+        script = tmp_path / f"my_{entry}_script.py"
+        script.write_text(SCRIPT_CALLS[entry].format(guard=guard, argv=argv, out=str(out)))
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": src})
+        if not guard:
+            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+            if entry == "cli":  # the CLI's one line, exit 2
+                assert r.returncode == 2 and len(lines) == 1, r.stderr
+            else:  # the API raises UserError in the user's script
+                assert r.returncode == 1 and lines[-1].startswith("robustlab.config.UserError"), r.stderr
+            assert f"workers=2 is not allowed from {script}" in lines[-1]
+            assert 'if __name__ == "__main__":' in lines[-1]
+            assert not out.exists()  # nothing written
+        else:
+            assert r.returncode == 0, r.stderr
+            assert [row[2] for row in table(out)] == ["done"] * 6
+
+
 def test_a_run_function_that_cannot_be_pickled_is_a_user_error(tmp_path):
     pts = [CrashConfig(x=1.0), CrashConfig(x=2.0)]
     with Store(tmp_path / "s.sqlite") as st, pytest.raises(Exception, match="cannot be sent to worker"):

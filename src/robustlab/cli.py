@@ -208,10 +208,9 @@ def _early_workers(args: argparse.Namespace) -> None:
     that its imports (torch, the studies) run alongside ours."""
     _resolve_workers(args)
     if args.backend == "local" and args.workers > 1:
-        from .sweep.backends import start_fork_server
+        from .sweep.backends import DRIVER_PRELOAD, start_fork_server
 
-        # sklearn.datasets (the embedded digits) alone takes a second or more to import
-        start_fork_server(["robustlab.studies", "robustlab.report.plots", "sklearn.datasets"])
+        start_fork_server(DRIVER_PRELOAD)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

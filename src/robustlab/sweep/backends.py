@@ -7,7 +7,11 @@
   ``SweepOptions.threads`` intra-op threads. The fork server imports torch and the study
   once (the CLI starts it before its own imports, so the two overlap); a worker that dies
   (segfault, OOM kill) costs a fresh pool, and its point one retry alone before it is
-  recorded as failed; workers exit when the driver does, even after a SIGKILL.
+  recorded as failed; workers exit when the driver does, even after a SIGKILL. A worker
+  re-imports the driver's main script as it starts (as every ``spawn``/``forkserver``
+  process does): a script that calls robustlab at its top level, outside
+  ``if __name__ == "__main__":``, is refused in one line before anything is written
+  (:func:`prepare` starts one probe worker to see), instead of every point failing.
 * ``ray``: each group is a Ray task declaring ``num_cpus=threads`` (and one GPU when the
   device is CUDA) on a local Ray cluster started here, or on the cluster at ``ray_address``.
 
@@ -41,7 +45,8 @@ from .progress import Progress
 from .runner import SweepOptions, failed_entries, run_group
 from .store import Store
 
-__all__ = ["execute", "prepare", "start_fork_server", "ray_shutdown", "RAY_PROBE_TIMEOUT_S"]
+__all__ = ["execute", "prepare", "start_fork_server", "refuse_in_starting_worker", "ray_shutdown",
+           "RAY_PROBE_TIMEOUT_S"]
 
 RunFn = Callable[[list[Config], str], list[Any]]
 Describe = Callable[[list[Config]], str]
@@ -93,18 +98,75 @@ def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepO
 
 
 def prepare(options: SweepOptions) -> None:
-    """Check the backend can run before anything is written (Ray: connect or start now).
+    """Check the backend can run before anything is written (Ray: connect or start now;
+    a local pool: its workers can start from this script).
 
-    Raises :class:`UserError` (one line) when Ray is missing or ``ray_address`` answers not.
+    Raises :class:`UserError` (one line) when Ray is missing or ``ray_address`` answers not,
+    or when worker processes would re-run this script's top-level call to robustlab.
     """
+    refuse_in_starting_worker()
     if options.backend == "ray":
         _ray_connect(options)
+    elif options.workers > 1:
+        _check_workers_start(options)
 
 
 # ----------------------------------------------------------------------------------------
 # local: a process pool
 
 _PRELOAD = ["torch", "robustlab.sweep.runner"]
+# what a driver preloads besides: the studies, their drawing, the embedded digits (whose
+# sklearn import alone takes a second or more)
+DRIVER_PRELOAD = ["robustlab.studies", "robustlab.report.plots", "sklearn.datasets"]
+_REENTERED = 87  # the exit status of a starting worker that found itself re-running a run
+_WORKERS_START: dict[str, bool] = {}  # start method -> a probe worker started cleanly
+
+
+def refuse_in_starting_worker() -> None:
+    """End this process, quietly, if it is a worker process still starting up.
+
+    A ``spawn``/``forkserver`` worker first re-imports the driver's main script (as
+    ``__mp_main__``). A script that calls robustlab at its top level, without the
+    ``if __name__ == "__main__":`` guard, would start a run of its own there, inside every
+    worker; robustlab's entry points call this first, so such a worker exits with a status
+    that the driver's probe (:func:`prepare`) turns into one line for the user.
+    """
+    if getattr(mp.current_process(), "_inheriting", False):  # multiprocessing's own flag
+        os._exit(_REENTERED)
+
+
+def _main_rerun_by_workers() -> str | None:
+    """The script (or ``-m`` module) that a starting worker re-imports, if any."""
+    main = sys.modules.get("__main__")
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name:
+        return name
+    return getattr(main, "__file__", None)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _check_workers_start(options: SweepOptions) -> None:
+    """Start one worker that does nothing, once per process, when workers re-import the
+    driver's main script: it exits with ``_REENTERED`` exactly when that script calls
+    robustlab outside the ``__main__`` guard. A UserError then, before anything is written."""
+    script = _main_rerun_by_workers()
+    if script is None:  # an interactive session, a notebook, python -c: nothing re-imported
+        return
+    start_fork_server(DRIVER_PRELOAD)  # the probe's server is the workers' server
+    ctx = _mp_context(_nothing)
+    method = ctx.get_start_method()
+    if method not in _WORKERS_START:
+        probe = ctx.Process(target=_nothing, name="robustlab-start-probe", daemon=True)
+        probe.start()
+        probe.join()
+        _WORKERS_START[method] = probe.exitcode != _REENTERED
+    if not _WORKERS_START[method]:
+        raise UserError(f"workers={options.workers} is not allowed from {script}: each worker process "
+                        "re-runs that script as it starts, and it calls robustlab at its top level; put "
+                        'the call under `if __name__ == "__main__":`, or use workers=1')
 
 
 def start_fork_server(modules: list[str] = ()) -> None:
@@ -114,6 +176,7 @@ def start_fork_server(modules: list[str] = ()) -> None:
     takes seconds, so the CLI calls this first thing, and the server's imports overlap the
     driver's own. A no-op where there is no fork server or it already runs.
     """
+    refuse_in_starting_worker()
     if "forkserver" not in mp.get_all_start_methods():
         return
     from multiprocessing import forkserver
