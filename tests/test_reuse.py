@@ -118,3 +118,28 @@ def test_reuse_only_reads_its_source(tmp_path, monkeypatch):
     assert _run(b, "--grid", "lr=0.05,0.1", "--reuse", str(a)) == 0
     assert a.resolve() not in probed and b.resolve() in probed
     assert json.loads((b / "manifest.json").read_text())["reused"][0]["points"] == 2
+
+
+def test_dry_run_estimates_only_the_points_left(tmp_path, capsys):
+    """--dry-run counts out what --reuse would take and what --out holds already (a resume):
+    the sampled groups and the estimate are the rest's, nothing is written."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(a, "--grid", "lr=0.05,0.1") == 0
+    capsys.readouterr()
+    before = _table(a)
+
+    def dry(out, *args) -> list[str]:
+        assert _run(out, *args, "--dry-run") == 0
+        rows = capsys.readouterr()
+        line = next(ln for ln in rows.out.splitlines() if ln.startswith("smoke"))
+        return line.split() + [rows.err]
+
+    row = dry(b, "--grid", "lr=0.05,0.1,0.2", "--reuse", str(a))
+    assert row[1:4] == ["2", "1", "1"]  # 2 points to run (lr 0.2 x 2 seeds), 1 group, sampled
+    assert "4 of 6 points are finished already" in row[-1]
+    assert not b.exists()
+    row = dry(b, "--grid", "lr=0.05,0.1,0.2")  # nothing to take: all six
+    assert row[1] == "6" and "finished already" not in row[-1]
+    row = dry(a, "--grid", "lr=0.05,0.1")  # --out holds the whole run: nothing left
+    assert row[1:4] == ["0", "0", "0"] and "4 of 4 points are finished already" in row[-1]
+    assert _table(a) == before

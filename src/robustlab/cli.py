@@ -151,22 +151,27 @@ def _fmt_seconds(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def _dry_run(plans: list, options, what: str) -> int:
-    """--dry-run: points, groups and an estimated wall time per study; nothing written."""
+def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = None) -> int:
+    """--dry-run: points, groups and an estimated wall time per study; nothing written.
+    ``skips``: per plan, the keys of points the run would not compute (resumed or reused)."""
     from .studies.base import estimate
 
     print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
           "temporary directory; nothing is written", file=sys.stderr, flush=True)
-    print(f"{'study':<18}{'points':>8}{'groups':>8}{'sampled':>9}{'sample time':>13}{'estimate':>11}")
+    print(f"{'study':<18}{'to run':>8}{'groups':>8}{'sampled':>9}{'sample time':>13}{'estimate':>11}")
     total = 0.0
     floors = []
-    for p in plans:
-        e = estimate(p, options, say=lambda m: print(m, file=sys.stderr, flush=True))
+    for p, skip in zip(plans, skips or [set()] * len(plans)):
+        e = estimate(p, options, say=lambda m: print(m, file=sys.stderr, flush=True), skip=frozenset(skip))
+        if e["to_run"] < e["points"]:
+            print(f"{e['study']}: {e['points'] - e['to_run']} of {e['points']} points are finished already "
+                  f"(in --out, or taken with --reuse); the estimate is for the {e['to_run']} left",
+                  file=sys.stderr, flush=True)
         total += e["estimate_seconds"]
         if e["floor_seconds"] is not None:
             floors.append(e)
         note = f"  ({e['sample_failed']} sampled points failed)" if e["sample_failed"] else ""
-        print(f"{e['study']:<18}{e['points']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
+        print(f"{e['study']:<18}{e['to_run']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
               f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
               flush=True)
     for e in floors:
@@ -225,10 +230,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                          seed=args.seed, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
                          resume=args.resume)
     if args.dry_run:
-        from .studies.base import check_reuse
+        from .studies.base import check_reuse, finished_keys
 
-        check_reuse(p, Path(out), options, args.reuse)  # bad input is an error here too
-        return _dry_run([p], options, f"robustlab run {p.study.name}")
+        sources = check_reuse(p, Path(out), options, args.reuse)  # bad input is an error here too
+        return _dry_run([p], options, f"robustlab run {p.study.name}",
+                        [finished_keys(p, Path(out), options, sources)])
 
     def started() -> None:
         if not args.quiet:
@@ -259,11 +265,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             raise UserError(f"--only {args.only!r} is not allowed: name at least one study")
     options = _sweep_options(args)
     if args.dry_run:
-        from .studies.base import plan
+        from .studies.base import finished_keys, plan
         from .studies.reproduce import resolve_studies
 
         plans = [plan(s, preset=args.preset, seed=args.seed) for s in resolve_studies(only)]
-        return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}")
+        skips = [finished_keys(pl, args.out / pl.study.name, options) if args.out else set() for pl in plans]
+        return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}", skips)
     prepare(options)  # an unreachable --ray-address fails before the directory is made
     out = args.out or _default_out("reproduce")
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,

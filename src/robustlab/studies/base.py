@@ -437,8 +437,12 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
 
 
 def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
-             say: Callable[[str], None] | None = None) -> dict[str, Any]:
+             say: Callable[[str], None] | None = None, skip: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
     """Estimate a planned run's wall time without writing anything where the run would go.
+
+    ``skip``: keys of points the run will not compute (:func:`finished_keys`: done in
+    ``--out`` already, or taken with ``--reuse``); the estimate covers the rest, grouped as
+    the run groups them.
 
     Runs ``samples`` groups of points (seeds trained together count as one group, exactly as
     the run forms them) through the same sweep code into a store in a temporary directory
@@ -462,7 +466,14 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
       estimated 3.9 min, measured 7.2 min of sweep; time per FLOP of the samples said 3.0 h).
     """
     study = plan_.study
-    groups = group_points(plan_.points, study.ensemble, study.max_ensemble)
+    groups = [g for g in ([c for c in g if config_hash(c.to_dict()) not in skip]
+                          for g in group_points(plan_.points, study.ensemble, study.max_ensemble)) if g]
+    to_run = sum(len(g) for g in groups)
+    if not groups:
+        return {"study": study.name, "points": len(plan_.points), "to_run": 0, "groups": 0,
+                "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0, "sample_failed": 0,
+                "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
+                "floor_device": None, "floor_parallel": None, "estimate_seconds": 0.0}
     costs = None
     if study.cost is not None:
         per = [[study.cost(c) for c in g] for g in groups]
@@ -491,7 +502,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         failed = len(store.failures())
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
-    out = {"study": study.name, "points": len(plan_.points), "groups": len(groups),
+    out = {"study": study.name, "points": len(plan_.points), "to_run": to_run, "groups": len(groups),
            "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
            "sample_failed": failed, "parallel": parallel, "flops": None, "floor_seconds": None,
            "matmul_gflops": None, "floor_device": None, "floor_parallel": None}
@@ -518,6 +529,22 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
                floor_seconds=total / rate / floor_parallel,
                estimate_seconds=max(guess, total / rate / floor_parallel))
     return out
+
+
+def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
+                  sources: Sequence[tuple[Path, dict, list[dict]]] = ()) -> set[str]:
+    """Keys of this plan's points that a run into ``out`` would not compute: those ``out``
+    holds already (a resumed run; failed ones too unless ``retry_failed``) and those the
+    ``--reuse`` ``sources`` (:func:`check_reuse`) hold finished. Reads only."""
+    keys = {config_hash(p.to_dict()) for p in plan_.points}
+    have: set[str] = set()
+    if (out / "manifest.json").is_file() and (out / "store.sqlite").is_file():
+        _check_out(plan_, out, options)  # another run there is the run's own error
+        with Store(out / "store.sqlite", readonly=True) as store:
+            have = store.keys("done") if options.retry_failed else store.keys()
+    for _, _, done in sources:
+        have |= {e["key"] for e in done}
+    return keys & have
 
 
 def load(out: str | Path) -> pd.DataFrame:
