@@ -393,3 +393,30 @@ def test_width_peak_that_does_not_move_beyond_noise_is_inconclusive():
 def test_width_peak_n_train_is_not_applicable_where_a_width_past_the_peak_did_not_train():
     df = noisy(_two_sizes(4, 64, trained=lambda init, L, m: m <= 64 or init == "small"), 0.02)
     assert by_id(df)["width-peak-n-train"].verdict.verdict == NA
+
+
+def test_a_seed_dead_at_the_peak_is_named_not_dropped():
+    """A seed whose network is dead (P = 0) at the peak the other seeds pick has no finite
+    statistic; the mean would drop it and judge the peak on the seeds left (the 910-point paper
+    run: LeCun depth 4, seeds 2 and 3 dead at width 2, where seed 3's narrowest end is dead too
+    and (−∞) − (−∞) warned). The part is not applicable, naming them; no warning."""
+    import warnings
+
+    rows = [{"seed": s, "width": m, "stability": v, "trained": True}
+            for s, vals in enumerate([[0, 3, 2, 1], [1, 3, 2, 1], [0, 0, 2, 1], [1, 4, 2, 1]])
+            for m, v in zip((1, 16, 64, 256), vals)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est, extra = W.peak_estimate(pd.DataFrame(rows))
+    assert extra["peak_width_per_seed"] == [16, 16, 16, 16] and extra["dead_at_peak"] == [[2, 16]]
+    assert est.n == 3  # the mean holds the living seeds only: hence the condition below
+    df = synth()
+    dead = (df["init"] == "lecun") & (df["depth"] == 2) & (df["seed"] == 0) & (df["kind"] == "final")
+    peak = W.peak_estimate(W.view(W.finals(df[df["init"] == "lecun"]), "end").query("depth == 2"))[1]["peak_width"]
+    df.loc[dead & (df["width"] == peak), [c for c in df.columns if c.startswith("stability")]] = 0.0
+    c = by_id(df)["width-peak"]
+    part = c.evidence["target"]["lecun_L2"]
+    assert part["verdict"] == "not applicable" and part["dead_at_peak"] == [[0, peak]]
+    assert {"name": "every seed alive at its peak width", "met": False,
+            "detail": f"P = 0 (every unit dead) for [seed, width] [[0, {peak}]]"} in part["conditions"]
+    assert c.evidence["target"]["lecun_L3"]["verdict"] == "reproduced"  # the other parts stand

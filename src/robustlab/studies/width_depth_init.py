@@ -490,23 +490,31 @@ def peak_estimate(sub: pd.DataFrame) -> tuple[Estimate, dict]:
     own value upwards), and its statistic is ``min(log P_s(peak) − log P_s(narrowest),
     log P_s(peak) − log P_s(widest))``: positive when the peak stands above both ends of
     the grid. With fewer than three seeds the peak is picked on all seeds. A network whose
-    units all died has ``P = 0`` exactly (``log P = −∞``): an end at zero lies below any peak.
+    units all died has ``P = 0`` exactly (``log P = −∞``): an end at zero lies below any peak,
+    and the peak is picked on the other seeds' living networks. A seed whose own network is
+    dead at its peak width has no finite statistic (``−∞``, dropped by the mean): those seeds
+    are listed in ``dead_at_peak`` as ``[seed, width]``, for the claim to say so rather than
+    judge the peak on the seeds that are left.
     """
     piv = sub.pivot_table(index="seed", columns="width", values="stability", aggfunc="first").sort_index(axis=1)
     with np.errstate(divide="ignore"):
         logp = np.log(piv.clip(lower=0))
     widths = list(logp.columns)
     inner = widths[1:-1]
-    vals, peaks = [], []
+    vals, peaks, dead = [], [], []
     for s in logp.index:
         rest = logp.drop(index=s) if len(logp) >= 3 else logp
         pk = rest[inner].replace(-np.inf, np.nan).mean().idxmax()
         peaks.append(int(pk))
         row = logp.loc[s]
-        vals.append(min(row[pk] - row[widths[0]], row[pk] - row[widths[-1]]))
+        if row[pk] == -np.inf:  # (−∞) − (−∞) would be NaN where an end is dead too
+            dead.append([int(s), int(pk)])
+            vals.append(-math.inf)
+        else:
+            vals.append(min(row[pk] - row[widths[0]], row[pk] - row[widths[-1]]))
     est = mean_estimate(vals, what="seeds")
     pk_all = int(logp[inner].replace(-np.inf, np.nan).mean().idxmax())
-    return est, {"peak_width": pk_all, "peak_width_per_seed": peaks,
+    return est, {"peak_width": pk_all, "peak_width_per_seed": peaks, "dead_at_peak": dead,
                  "peak_over_ends": _r(math.exp(est.value)) if math.isfinite(est.value) else None}
 
 
@@ -548,7 +556,11 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                     untrained = [int(m) for m in tr.index[(tr.index > extra["peak_width"]) & ~tr.to_numpy()]]
                     cond = Condition("widths past the peak trained", not untrained,
                                      f"untrained widths {untrained}" if untrained else "every seed trained")
-                    verdict = decide(est, threshold=0.0, side="above", conditions=[cond],
+                    dead = extra["dead_at_peak"]
+                    alive = Condition("every seed alive at its peak width", not dead,
+                                      f"P = 0 (every unit dead) for [seed, width] {dead}" if dead else
+                                      "every seed's network alive there")
+                    verdict = decide(est, threshold=0.0, side="above", conditions=[cond, alive],
                                      reason=f"{init} L={L}{label}")
                     parts.append(verdict)
                     ev[f"{init}_L{L}{label}"] = _part(verdict, **extra, curve=_table(curve(sub, "width")))
