@@ -262,9 +262,39 @@ def test_monte_carlo_and_attacks_respect_flat_ensembles():
     for e, m in enumerate(binary):
         torch.testing.assert_close(r.delta_norm[5 * e : 5 * e + 5], min_flip_along_gradient(m, x).delta_norm, atol=2e-4, rtol=0)
     with pytest.raises(ValueError, match="Flat"):
-        PGD(Linf(0.2), steps=2, step_size=0.1, early_stop=True)(flat, xs, y)
-    with pytest.raises(ValueError, match="Flat"):
         accuracy(flat.eval(), xs, y, batch_size=4)
+
+
+@pytest.mark.parametrize("restarts", [1, 3])
+def test_early_stop_on_a_flat_ensemble_drops_samples_in_all_copies_together(restarts):
+    """A sample leaves a Flat ensemble's batch only once every copy misclassifies it, so each
+    copy keeps its own rows: the per-sample outcome equals the full attack's exactly. (The
+    copies share their points, as an ensemble's test set does, so that they break alike; each
+    copy has its own labels, so a row handed to the wrong copy would change the outcome.)"""
+    from robustlab.attacks import PGD, Linf
+
+    E, n = 4, 40
+    ms = [mlp(seed=s) for s in (0, 1, 3, 4)]  # (seed 2's net resists ε = 0.3 on every point)
+    x = torch.rand(n, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    xs = x.repeat(E, 1)
+    y = torch.cat([m(x).argmax(1) for m in ms])
+    assert len({tuple(y[n * e: n * e + n].tolist()) for e in range(E)}) == E
+    sizes = []
+
+    class Spy(_Stack):
+        def forward(self, xe):
+            sizes.append(xe.shape[1])
+            return super().forward(xe)
+
+    flat = Flat(Spy(ms), E).eval()
+    pgd = PGD(Linf(0.3), steps=12, step_size=0.06, random_start=True, restarts=restarts)
+    g = lambda: torch.Generator().manual_seed(5)  # noqa: E731
+    full = robust_accuracy(flat, xs, y, pgd, generator=g(), per_sample=True)
+    sizes.clear()
+    fast = robust_accuracy(flat, xs, y, pgd, generator=g(), per_sample=True, early_stop=True)
+    assert 0.1 < float(full.double().mean()) < 0.9  # some samples break, some do not
+    assert torch.equal(full, fast)
+    assert min(sizes) < n * restarts  # samples did leave the batch
 
 
 @pytest.mark.parametrize("init,depth", [("lecun", 2), ("lecun", 4), ("he", 3), ("ntk", 4), ("small", 3)])

@@ -10,9 +10,11 @@ not R, and :class:`robustlab.models.Flat` ensembles stay exact.
 ``early_stop=True`` stops attacking a row (sample × restart) at its first misclassified
 iterate and drops it from the batch. Rows do not interact, so which samples end up
 misclassified is unchanged — robust accuracy is the same, at a fraction of the cost on
-a breakable model — but the returned point is then the first misclassified iterate rather
-than the highest-loss one (keep the default for adversarial training). Dropping rows
-would scramble a :class:`robustlab.models.Flat` ensemble, so that combination is refused.
+a breakable model — but the returned point is then a misclassified iterate (the first, for
+a plain model) rather than the highest-loss one (keep the default for adversarial
+training). A :class:`robustlab.models.Flat` ensemble needs the same samples in every copy
+(its rows are grouped by copy), so there a sample (× restart) leaves the batch in all
+copies together, once every copy misclassifies it.
 """
 
 from __future__ import annotations
@@ -122,11 +124,7 @@ class PGD(Attack):
         threat = self.threat
         ones = [1] * (x.ndim - 1)
         bshape = (-1, *ones)
-        if self.early_stop and isinstance(model, Flat):
-            raise ValueError(
-                "PGD(early_stop=True) drops rows from the batch, which would reassign rows to the "
-                "wrong copies of a models.Flat ensemble; use early_stop=False"
-            )
+        copies = model.E if isinstance(model, Flat) else 1  # early_stop drops columns of (E, rows/E)
         # point-major tiling, row n·R + r: every chunk of consecutive rows still belongs to
         # the same points, so models.Flat ensembles (rows grouped by copy) stay exact
         xr = x.repeat_interleave(R, dim=0) if R > 1 else x  # (M, ...), M = N·R
@@ -184,11 +182,16 @@ class PGD(Attack):
                 best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype).view(bshape)))
                 best_key.index_copy_(0, rows, torch.fmax(bk, key))
                 if t < self.steps and not bool(ok.all()):  # drop rows misclassified now
-                    keep = ok.nonzero().squeeze(1)
-                    if keep.numel() == 0:
-                        break
-                    rows, x_adv, g, ya = rows[keep], x_adv[keep], g[keep], ya[keep]
-                    box = tuple(b[keep] for b in box)
+                    if copies == 1:
+                        keep = ok.nonzero().squeeze(1)
+                    else:  # a column leaves once no copy classifies it correctly any more
+                        live = ok.view(copies, -1).any(0)
+                        keep = live.repeat(copies).nonzero().squeeze(1) if not bool(live.all()) else None
+                    if keep is not None:
+                        if keep.numel() == 0:
+                            break
+                        rows, x_adv, g, ya = rows[keep], x_adv[keep], g[keep], ya[keep]
+                        box = tuple(b[keep] for b in box)
             if t < self.steps:
                 if linf:  # x ← clamp(x + α·sign(g), lo, hi), in place (g is ours to overwrite)
                     x_adv.add_(g.sign_(), alpha=step)

@@ -72,9 +72,9 @@ def robust_correct(
 
     ``early_stop=True`` lets attacks that support it (PGD) stop per sample at the first
     misclassified iterate: the outcome per sample is the same, the cost lower (about 2x
-    once most points break); not for :class:`robustlab.models.Flat` ensembles, whose rows
-    must stay in place. ``batch_size`` splits the points into chunks (likewise not for
-    ``Flat``). Extra keywords (e.g. ``mask=`` for :class:`FeatureDirection`) go to every
+    once most points break; for a :class:`robustlab.models.Flat` ensemble a sample stops
+    once every copy misclassifies it). ``batch_size`` splits the points into chunks (not
+    for ``Flat``, whose rows must stay with their copies). Extra keywords (e.g. ``mask=`` for :class:`FeatureDirection`) go to every
     attack.
     """
     attacks = [attacks] if isinstance(attacks, Attack) else list(attacks)
