@@ -18,6 +18,11 @@ per member), so the ratio is pure speed. Two scales, printed side by side with t
 A last line times a whole study point (``run_points``: data, training, probes, evaluation) at
 the quick scale, 60 steps (evaluation, on 200 test points, is most of it there).
 
+Then the images experiment's strong final evaluation (PGD on cross-entropy and on the margin,
+50 steps each) of a 6-seed SmallCNN ensemble trained as in the quick preset, on the test
+images: with ``early_stop`` (a test image leaves the batch once every copy misclassifies it)
+against the full attack, the per-sample outcome checked equal.
+
 Run: ``python benchmarks/bench_feature_learning.py`` (CPU, one thread, about a minute).
 Times are CPU times of this process (robust to a shared machine; the load average is printed),
 best of interleaved repeats. Like the sweep runner, the benchmark first makes glibc keep freed
@@ -26,6 +31,7 @@ memory (:func:`robustlab.utils.retain_freed_memory`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 
@@ -81,7 +87,46 @@ def main() -> None:
     print(f"{'run_points, quick, main':26s} | {t['ensemble']:8.3f} {t['loop']:8.3f} {t['loop'] / t['ensemble']:8.2f}x"
           "   (gradient_step; whole study point, evaluation included)")
     print("weights: ensemble == loop bit for bit" if not mismatches else "weights DIFFER: " + "; ".join(mismatches))
+    bench_ensemble_eval()
     print(f"(load average at the end {os.getloadavg()[0]:.1f})")
+
+
+def bench_ensemble_eval() -> None:
+    from robustlab.metrics import robust_accuracy
+    from robustlab.models.ensemble import Flat, fold
+    from robustlab.models.small_cnn import SmallCNN
+    from robustlab.studies.feature_learning import QUICK_IMAGE_SEEDS, _load_split
+    from robustlab.train.images import train_images
+
+    print(f"\nimages, final evaluation of a {QUICK_IMAGE_SEEDS}-seed SmallCNN ensemble (quick settings), CPU seconds")
+    print(f"{'dataset, training':26s} | {'test':>5s} {'early stop':>10s} {'full':>8s} {'full/early':>10s}  robust acc")
+    for dataset, extra in (("digits", {}), ("mnist5k", {"image_size": 14, "max_train": 800, "max_test": 300,
+                                                        "image_lr": 0.1, "image_batch": 32, "image_pgd_steps": 3})):
+        for method in ("standard", "pgd"):
+            seeds = list(range(QUICK_IMAGE_SEEDS))
+            cfgs = [FeatureLearningConfig(experiment="images", method=method, dataset=dataset, epochs=6, seed=s,
+                                          **extra) for s in seeds]
+            data = _load_split(cfgs[0])
+            E = len(seeds)
+            model = SmallCNN(E, data.x_train.shape[1], data.n_classes, width=cfgs[0].width,
+                             generators=[make_generator(s, "small-cnn") for s in seeds])
+            spec = cfgs[0].image_spec()
+            train_images(model, data.x_train, data.y_train, data.x_test, data.y_test,
+                         dataclasses.replace(spec, final_pgd_steps=0, eval_pgd_steps=0),
+                         batch_generator=make_generator(0, "b"), attack_generator=make_generator(0, "a"))
+            flat = Flat(model, E).eval()
+            xe, ye = fold(data.x_test.unsqueeze(0).expand(E, *data.x_test.shape)), data.y_test.repeat(E)
+            attacks = spec.final_attacks()
+            res = {}
+
+            def ev(early: bool, flat=flat, xe=xe, ye=ye, attacks=attacks, res=res) -> None:
+                res[early] = robust_accuracy(flat, xe, ye, attacks, generator=make_generator(0, "eval"),
+                                             per_sample=True, early_stop=early)
+
+            t = best_times({"early": lambda: ev(True), "full": lambda: ev(False)}, rounds=2)
+            same = "same per sample" if torch.equal(res[True], res[False]) else "DIFFERENT"
+            print(f"{dataset + ', ' + method:26s} | {data.y_test.shape[0]:5d} {t['early']:10.3f} {t['full']:8.3f} "
+                  f"{t['full'] / t['early']:9.2f}x  {res[True].float().mean():.3f} ({same})")
 
 
 if __name__ == "__main__":
