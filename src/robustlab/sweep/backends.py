@@ -128,8 +128,9 @@ def refuse_in_starting_worker() -> None:
     A ``spawn``/``forkserver`` worker first re-imports the driver's main script (as
     ``__mp_main__``). A script that calls robustlab at its top level, without the
     ``if __name__ == "__main__":`` guard, would start a run of its own there, inside every
-    worker; robustlab's entry points call this first, so such a worker exits with a status
-    that the driver's probe (:func:`prepare`) turns into one line for the user.
+    worker. :func:`prepare` and :func:`start_fork_server` call this before anything is
+    written or started, so such a worker exits with a status that the driver's probe
+    (:func:`prepare`) turns into one line for the user.
     """
     if getattr(mp.current_process(), "_inheriting", False):  # multiprocessing's own flag
         os._exit(_REENTERED)
