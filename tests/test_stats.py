@@ -226,3 +226,23 @@ def test_seeds_needed_for_a_proportion_follows_its_wilson_interval():
     assert stats.proportion_estimate(73, 73).low > 0.95 > stats.proportion_estimate(72, 72).low
     v = stats.decide(est, threshold=0.95, side="above", seeds=3)
     assert v.verdict == stats.INCONCLUSIVE and v.seeds_needed == 15 and v.more_seeds == 12
+
+
+def test_non_finite_values_are_left_out_and_named():
+    """A NaN or ±inf value (a dead network's log, a diverged run) leaves the estimate, and its
+    method says how many did, so no unit is dropped silently; paired, the pair goes together."""
+    nan, inf = math.nan, math.inf
+    est = mean_estimate([1.0, 2.0, nan, inf, 3.0])
+    assert est.n == 3 and est.value == pytest.approx(2.0)
+    assert est.method == "mean ± t over 3 seeds (2 non-finite left out)"
+    assert mean_estimate([1.0, 2.0, 3.0]).method == "mean ± t over 3 seeds"  # nothing to say
+    # paired: seed 1 lacks a, seed 2 lacks b; the pairs that are left stay pairs
+    est = difference_estimate([1.0, nan, 3.0, 4.0], [1.0, 2.0, nan, 5.0], paired=True)
+    assert est.n == 2 and est.value == pytest.approx(-0.5)
+    assert est.method == "paired difference ± t over 2 seeds (2 non-finite left out)"
+    with np.errstate(all="raise"):  # inf − inf inside is not a warning either
+        assert difference_estimate([inf, 1.0, 2.0], [inf, 0.0, 0.5], paired=True).n == 2
+    est = difference_estimate([1.0, 2.0, 3.0, nan], [2.0, 3.0, 4.0])
+    assert est.value == pytest.approx(-1.0) and est.method.endswith("(1 non-finite left out)")
+    est = stats.log_ratio_estimate([math.e, math.e ** 2, inf], [1.0, 1.0, 1.0])
+    assert est.value == pytest.approx(1.5 - 0.0) and "(1 non-finite left out)" in est.method

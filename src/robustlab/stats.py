@@ -107,9 +107,16 @@ class Estimate:
                 "level": self.level, "n": int(self.n), "method": self.method}
 
 
-def _clean(values: Iterable[float]) -> np.ndarray:
+def _clean(values: Iterable[float]) -> tuple[np.ndarray, int]:
+    """The finite values, and how many were left out (NaN, ±inf): an estimate names those in
+    its ``method``, so that a unit left out is never left out silently."""
     a = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
-    return a[np.isfinite(a)]
+    ok = np.isfinite(a)
+    return a[ok], int(a.size - ok.sum())
+
+
+def _left_out(est: Estimate, n: int) -> Estimate:
+    return dataclasses.replace(est, method=f"{est.method} ({n} non-finite left out)") if n else est
 
 
 def mean_estimate(values: Iterable[float], *, level: float = 0.95, what: str = "seeds") -> Estimate:
@@ -118,27 +125,36 @@ def mean_estimate(values: Iterable[float], *, level: float = 0.95, what: str = "
     One value gives an infinite interval (no spread is known): such a claim can only be
     inconclusive.
     """
-    a = _clean(values)
+    a, out = _clean(values)
     n = int(a.size)
     if n == 0:
-        return Estimate(math.nan, math.nan, math.nan, 0, f"mean over 0 {what}", level)
+        return _left_out(Estimate(math.nan, math.nan, math.nan, 0, f"mean over 0 {what}", level), out)
     mean = float(a.mean())
     if n == 1:
-        return Estimate(mean, -math.inf, math.inf, 1, f"mean over 1 {what} (no interval)", level)
+        return _left_out(Estimate(mean, -math.inf, math.inf, 1, f"mean over 1 {what} (no interval)", level), out)
     sd = float(a.std(ddof=1))
     half = t_quantile(level, n - 1) * sd / math.sqrt(n)
-    return Estimate(mean, mean - half, mean + half, n, f"mean ± t over {n} {what}", level, sd)
+    return _left_out(Estimate(mean, mean - half, mean + half, n, f"mean ± t over {n} {what}", level, sd), out)
 
 
 def difference_estimate(a: Iterable[float], b: Iterable[float], *, level: float = 0.95,
                         paired: bool = False, what: str = "seeds") -> Estimate:
-    """``mean(a) − mean(b)``: paired (same seeds) t interval, or Welch's for independent groups."""
-    a, b = _clean(a), _clean(b)
+    """``mean(a) − mean(b)``: paired (same seeds) t interval, or Welch's for independent groups.
+
+    Non-finite values are left out (and named in ``method``); paired, the whole pair goes."""
     if paired:
+        a = np.asarray(list(a) if not isinstance(a, np.ndarray) else a, dtype=np.float64).ravel()
+        b = np.asarray(list(b) if not isinstance(b, np.ndarray) else b, dtype=np.float64).ravel()
         if a.size != b.size:
             raise ValueError(f"paired difference needs equal sizes, got {a.size} and {b.size}")
-        est = mean_estimate(a - b, level=level, what=what)
+        with np.errstate(invalid="ignore"):  # inf − inf: a pair left out like any other
+            est = mean_estimate(a - b, level=level, what=what)
         return dataclasses.replace(est, method=est.method.replace("mean", "paired difference", 1))
+    (a, out_a), (b, out_b) = _clean(a), _clean(b)
+    return _left_out(_welch(a, b, level, what), out_a + out_b)
+
+
+def _welch(a: np.ndarray, b: np.ndarray, level: float, what: str) -> Estimate:
     na, nb = a.size, b.size
     if na == 0 or nb == 0:
         return Estimate(math.nan, math.nan, math.nan, 0, "difference of means (a group is empty)", level)
@@ -159,8 +175,10 @@ def difference_estimate(a: Iterable[float], b: Iterable[float], *, level: float 
 
 def log_ratio_estimate(a: Iterable[float], b: Iterable[float], *, level: float = 0.95,
                        paired: bool = False, what: str = "seeds") -> Estimate:
-    """``log(a / b)`` as a difference of mean logs (a ratio of geometric means); positive values only."""
-    a, b = _clean(a), _clean(b)
+    """``log(a / b)`` as a difference of mean logs (a ratio of geometric means); positive values
+    only. Non-finite values are left out as in :func:`difference_estimate`."""
+    a = np.asarray(list(a) if not isinstance(a, np.ndarray) else a, dtype=np.float64).ravel()
+    b = np.asarray(list(b) if not isinstance(b, np.ndarray) else b, dtype=np.float64).ravel()
     if (a <= 0).any() or (b <= 0).any():
         raise ValueError("a log ratio needs positive values")
     est = difference_estimate(np.log(a), np.log(b), level=level, paired=paired, what=what)
