@@ -172,6 +172,31 @@ def test_a_script_without_the_main_guard_is_refused_in_one_line(tmp_path, entry)
             assert [row[2] for row in table(out)] == ["done"] * 6
 
 
+def test_a_script_workers_cannot_import_is_refused_in_one_line(tmp_path):
+    """Workers re-import the main script: one read from standard input (``<stdin>``, no file)
+    or one whose top level fails in a worker fails every point otherwise. Both are one line,
+    exit 2, nothing written."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(records.__file__).resolve().parents[1])
+    out = tmp_path / "r"
+    argv = [*SMOKE, "--workers", "2", "--out", str(out)]
+    guarded = SCRIPT_CALLS["cli"].format(guard='if __name__ == "__main__":\n    ', argv=argv, out=str(out))
+    broken = 'if __name__ == "__mp_main__":\n    raise ImportError("only in a worker")\n' + guarded
+    script = tmp_path / "broken.py"
+    script.write_text(broken)
+    for how, stdin, needle in (("-", guarded, "no file it can read (a script from standard input)"),
+                               (str(script), None, "a worker process could not start (exit code 1")):
+        r = subprocess.run([sys.executable, how], input=stdin, capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": src})
+        last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1]
+        assert r.returncode == 2 and last.startswith("robustlab: error: workers=2 is not allowed from "), r.stderr
+        assert needle in last and not out.exists()
+        assert r.stderr.count("robustlab: error") == 1
+
+
 def test_a_run_function_that_cannot_be_pickled_is_a_user_error(tmp_path):
     pts = [CrashConfig(x=1.0), CrashConfig(x=2.0)]
     with Store(tmp_path / "s.sqlite") as st, pytest.raises(Exception, match="cannot be sent to worker"):

@@ -119,7 +119,7 @@ _PRELOAD = ["torch", "robustlab.sweep.runner"]
 # sklearn import alone takes a second or more)
 DRIVER_PRELOAD = ["robustlab.studies", "robustlab.report.plots", "sklearn.datasets"]
 _REENTERED = 87  # the exit status of a starting worker that found itself re-running a run
-_WORKERS_START: dict[str, bool] = {}  # start method -> a probe worker started cleanly
+_WORKERS_START: dict[str, int | None] = {}  # start method -> the probe worker's exit code
 
 
 def refuse_in_starting_worker() -> None:
@@ -136,13 +136,18 @@ def refuse_in_starting_worker() -> None:
         os._exit(_REENTERED)
 
 
-def _main_rerun_by_workers() -> str | None:
-    """The script (or ``-m`` module) that a starting worker re-imports, if any."""
+def _main_rerun_by_workers() -> tuple[str, bool] | None:
+    """The script (or ``-m`` module) that a starting worker re-imports, if any, and whether
+    it can: a script read from standard input is named ``<stdin>``, which is no file."""
     main = sys.modules.get("__main__")
     name = getattr(getattr(main, "__spec__", None), "name", None)
     if name:
-        return name
-    return getattr(main, "__file__", None)
+        return name, True
+    path = getattr(main, "__file__", None)
+    if path is None:
+        return None
+    where = path if os.path.isabs(path) else os.path.join(mp.process.ORIGINAL_DIR or "", path)
+    return path, os.path.isfile(where)
 
 
 def _nothing() -> None:
@@ -152,10 +157,18 @@ def _nothing() -> None:
 def _check_workers_start(options: SweepOptions) -> None:
     """Start one worker that does nothing, once per process, when workers re-import the
     driver's main script: it exits with ``_REENTERED`` exactly when that script calls
-    robustlab outside the ``__main__`` guard. A UserError then, before anything is written."""
-    script = _main_rerun_by_workers()
-    if script is None:  # an interactive session, a notebook, python -c: nothing re-imported
+    robustlab outside the ``__main__`` guard, and with another non-zero code when the
+    script's import fails in a worker. A main script that is no file (read from standard
+    input) cannot be re-imported at all. Each is a UserError, before anything is written,
+    rather than every point failing."""
+    main = _main_rerun_by_workers()
+    if main is None:  # an interactive session, a notebook, python -c: nothing re-imported
         return
+    script, readable = main
+    if not readable:
+        raise UserError(f"workers={options.workers} is not allowed from {script}: each worker process "
+                        "re-imports the main script as it starts, and this one is no file it can read (a "
+                        "script from standard input); save it as a file, or use workers=1")
     start_fork_server(DRIVER_PRELOAD)  # the probe's server is the workers' server
     ctx = _mp_context(_nothing)
     method = ctx.get_start_method()
@@ -163,11 +176,16 @@ def _check_workers_start(options: SweepOptions) -> None:
         probe = ctx.Process(target=_nothing, name="robustlab-start-probe", daemon=True)
         probe.start()
         probe.join()
-        _WORKERS_START[method] = probe.exitcode != _REENTERED
-    if not _WORKERS_START[method]:
+        _WORKERS_START[method] = probe.exitcode
+    code = _WORKERS_START[method]
+    if code == _REENTERED:
         raise UserError(f"workers={options.workers} is not allowed from {script}: each worker process "
                         "re-runs that script as it starts, and it calls robustlab at its top level; put "
                         'the call under `if __name__ == "__main__":`, or use workers=1')
+    if code != 0:
+        raise UserError(f"workers={options.workers} is not allowed from {script}: a worker process could not "
+                        f"start (exit code {code} while it re-imported that script; its error is above); "
+                        "fix the script's top level, or use workers=1")
 
 
 def start_fork_server(modules: list[str] = ()) -> None:
