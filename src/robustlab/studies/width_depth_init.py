@@ -30,7 +30,8 @@ each tested where seed 002 states it (SPEC §C, "where each statement lives"):
 1. ``width-peak`` (Thm 1, Fig. 4a) — per seed, the interior-peak statistic
    ``min(log P(peak) − log P(narrowest), log P(peak) − log P(widest))`` (peak width picked on
    the other seeds) has a mean above 0, for He and LeCun at depth 2 and every deeper swept
-   depth; not applicable where a width past the peak did not train.
+   depth; not applicable where a width past the peak did not train, or where a seed's network
+   is dead (P = 0) at its peak width (its statistic is −∞: named, not averaged away).
 2. ``depth-init-at-init`` (Thm 1's lazy regime: at initialisation) — LeCun: slope of log P on
    L below 0 (the bound says about ln ½); He and NTK: slope of log P on log L above 0. Beside
    it, the exact expectation at initialisation (:func:`robustlab.metrics.expected_stability_at_init`):
@@ -575,7 +576,8 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     ev = {"definition": "per seed, the interior-peak statistic min(log P(peak) - log P(narrowest), log P(peak) - "
                         "log P(widest)), the peak picked on the other seeds (cross-fitted); its mean over seeds "
                         "with a 95% t interval must lie above 0 for He and LeCun at depth 2 and every deeper depth "
-                        "with a width sweep; not applicable where a width past the peak did not train every seed",
+                        "with a width sweep; not applicable where a width past the peak did not train every seed, "
+                        "or a seed's network is dead (P = 0) at its peak width",
           **ev}
     return Claim("width-peak", statement, verdict, ev, SOURCE + ", Thm 1, §5.3, Fig. 4(a)")
 
