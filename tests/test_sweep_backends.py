@@ -6,8 +6,11 @@ import dataclasses
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -132,6 +135,7 @@ def test_a_worker_that_dies_fails_its_point_and_the_sweep_goes_on(tmp_path):
         assert sorted(r["rows"][0]["x"] for r in st.done()) == [0.0, 1.0, 3.0, 4.0]
 
 
+SRC = str(Path(records.__file__).resolve().parents[1])  # for scripts run in a subprocess
 SCRIPT_CALLS = {
     "cli": "import sys\nfrom robustlab.cli import main\n{guard}sys.exit(main({argv!r}))\n",
     "api": "import robustlab\n{guard}robustlab.run('smoke', grid={{'lr': [0.1, 0.5]}}, seeds=3, workers=2, "
@@ -145,11 +149,6 @@ def test_a_script_without_the_main_guard_is_refused_in_one_line(tmp_path, entry)
     robustlab there used to fail every point (each worker hit multiprocessing's bootstrap
     error). Now a probe worker sees it first: one line, nothing written. With the guard,
     the same script runs (a guarded ``-m`` module is every ``cli()`` test's)."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    src = str(Path(records.__file__).resolve().parents[1])
     out = tmp_path / "r"
     argv = [*SMOKE, "--workers", "2", "--out", str(out)]
     guards = ["", 'if __name__ == "__main__":\n    '] if entry == "cli" else [""]
@@ -157,7 +156,7 @@ def test_a_script_without_the_main_guard_is_refused_in_one_line(tmp_path, entry)
         script = tmp_path / f"my_{entry}_script.py"
         script.write_text(SCRIPT_CALLS[entry].format(guard=guard, argv=argv, out=str(out)))
         r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": src})
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC})
         if not guard:
             lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
             if entry == "cli":  # the CLI's one line, exit 2
@@ -176,11 +175,6 @@ def test_a_script_workers_cannot_import_is_refused_in_one_line(tmp_path):
     """Workers re-import the main script: one read from standard input (``<stdin>``, no file)
     or one whose top level fails in a worker fails every point otherwise. Both are one line,
     exit 2, nothing written."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    src = str(Path(records.__file__).resolve().parents[1])
     out = tmp_path / "r"
     argv = [*SMOKE, "--workers", "2", "--out", str(out)]
     guarded = SCRIPT_CALLS["cli"].format(guard='if __name__ == "__main__":\n    ', argv=argv, out=str(out))
@@ -190,7 +184,7 @@ def test_a_script_workers_cannot_import_is_refused_in_one_line(tmp_path):
     for how, stdin, needle in (("-", guarded, "no file it can read (a script from standard input)"),
                                (str(script), None, "a worker process could not start (exit code 1")):
         r = subprocess.run([sys.executable, how], input=stdin, capture_output=True, text=True, timeout=300,
-                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": src})
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC})
         last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1]
         assert r.returncode == 2 and last.startswith("robustlab: error: workers=2 is not allowed from "), r.stderr
         assert needle in last and not out.exists()

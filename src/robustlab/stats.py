@@ -107,10 +107,14 @@ class Estimate:
                 "level": self.level, "n": int(self.n), "method": self.method}
 
 
+def _array(values: Iterable[float]) -> np.ndarray:
+    return np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
+
+
 def _clean(values: Iterable[float]) -> tuple[np.ndarray, int]:
     """The finite values, and how many were left out (NaN, ±inf): an estimate names those in
     its ``method``, so that a unit left out is never left out silently."""
-    a = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.float64).ravel()
+    a = _array(values)
     ok = np.isfinite(a)
     return a[ok], int(a.size - ok.sum())
 
@@ -143,8 +147,7 @@ def difference_estimate(a: Iterable[float], b: Iterable[float], *, level: float 
 
     Non-finite values are left out (and named in ``method``); paired, the whole pair goes."""
     if paired:
-        a = np.asarray(list(a) if not isinstance(a, np.ndarray) else a, dtype=np.float64).ravel()
-        b = np.asarray(list(b) if not isinstance(b, np.ndarray) else b, dtype=np.float64).ravel()
+        a, b = _array(a), _array(b)
         if a.size != b.size:
             raise ValueError(f"paired difference needs equal sizes, got {a.size} and {b.size}")
         with np.errstate(invalid="ignore"):  # inf − inf: a pair left out like any other
@@ -177,8 +180,7 @@ def log_ratio_estimate(a: Iterable[float], b: Iterable[float], *, level: float =
                        paired: bool = False, what: str = "seeds") -> Estimate:
     """``log(a / b)`` as a difference of mean logs (a ratio of geometric means); positive values
     only. Non-finite values are left out as in :func:`difference_estimate`."""
-    a = np.asarray(list(a) if not isinstance(a, np.ndarray) else a, dtype=np.float64).ravel()
-    b = np.asarray(list(b) if not isinstance(b, np.ndarray) else b, dtype=np.float64).ravel()
+    a, b = _array(a), _array(b)
     if (a <= 0).any() or (b <= 0).any():
         raise ValueError("a log ratio needs positive values")
     est = difference_estimate(np.log(a), np.log(b), level=level, paired=paired, what=what)

@@ -182,12 +182,11 @@ class PGD(Attack):
                 best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype).view(bshape)))
                 best_key.index_copy_(0, rows, torch.fmax(bk, key))
                 if t < self.steps and not bool(ok.all()):  # drop rows misclassified now
-                    if copies == 1:
-                        keep = ok.nonzero().squeeze(1)
-                    else:  # a column leaves once no copy classifies it correctly any more
-                        live = ok.view(copies, -1).any(0)
-                        keep = live.repeat(copies).nonzero().squeeze(1) if not bool(live.all()) else None
-                    if keep is not None:
+                    # in a Flat ensemble a column (one sample in every copy) leaves together,
+                    # once no copy classifies it correctly any more
+                    live = ok if copies == 1 else ok.view(copies, -1).any(0).repeat(copies)
+                    if copies == 1 or not bool(live.all()):
+                        keep = live.nonzero().squeeze(1)
                         if keep.numel() == 0:
                             break
                         rows, x_adv, g, ya = rows[keep], x_adv[keep], g[keep], ya[keep]

@@ -468,12 +468,13 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     study = plan_.study
     groups = [g for g in ([c for c in g if config_hash(c.to_dict()) not in skip]
                           for g in group_points(plan_.points, study.ensemble, study.max_ensemble)) if g]
-    to_run = sum(len(g) for g in groups)
-    if not groups:
-        return {"study": study.name, "points": len(plan_.points), "to_run": 0, "groups": 0,
-                "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0, "sample_failed": 0,
-                "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
-                "floor_device": None, "floor_parallel": None, "estimate_seconds": 0.0}
+    out: dict[str, Any] = {
+        "study": study.name, "points": len(plan_.points), "to_run": sum(len(g) for g in groups),
+        "groups": len(groups), "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0,
+        "sample_failed": 0, "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
+        "floor_device": None, "floor_parallel": None, "estimate_seconds": 0.0}
+    if not groups:  # everything is finished already
+        return out
     costs = None
     if study.cost is not None:
         per = [[study.cost(c) for c in g] for g in groups]
@@ -502,10 +503,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         failed = len(store.failures())
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
-    out = {"study": study.name, "points": len(plan_.points), "to_run": to_run, "groups": len(groups),
-           "sampled_groups": len(picked), "sampled_points": len(sample), "sample_seconds": seconds,
-           "sample_failed": failed, "parallel": parallel, "flops": None, "floor_seconds": None,
-           "matmul_gflops": None, "floor_device": None, "floor_parallel": None}
+    out.update(sampled_groups=len(picked), sampled_points=len(sample), sample_seconds=seconds,
+               sample_failed=failed, parallel=parallel)
     if costs is None:
         out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
         return out
