@@ -336,3 +336,54 @@ def test_results_jsonl_rows_are_sorted_json(tmp_path):
     assert run_cli("run", "smoke", "--seeds", "1", "--quiet", "--out", out, "--set", "epochs=2") == 0
     line = (out / "results.jsonl").read_text().splitlines()[0]
     assert line == json.dumps(json.loads(line), sort_keys=True)
+
+
+# ----------------------------------------------------------------------------------------
+# the costliest groups first
+
+@dataclasses.dataclass(frozen=True)
+class WorkConfig(Config):
+    study = "work-test"
+    cost: float = param(1.0, "a point's relative cost")
+
+
+def timed_run(cfgs: list[WorkConfig], device: str) -> list:
+    start = time.monotonic()  # system-wide on Linux: comparable across the worker processes
+    time.sleep(0.15)
+    return [[{"cost": c.cost, "start": start}] for c in cfgs]
+
+
+def test_costliest_first_orders_by_total_weight_and_keeps_ties_and_unknowns():
+    from robustlab.sweep.runner import costliest_first
+
+    g = [[WorkConfig(cost=c, seed=s) for s in range(n)] for c, n in ((1.0, 1), (2.0, 3), (3.0, 1), (6.0, 1), (3.0, 2))]
+    order = [(grp[0].cost, len(grp)) for grp in costliest_first(g, lambda c: c.cost)]
+    assert order == [(2.0, 3), (6.0, 1), (3.0, 2), (3.0, 1), (1.0, 1)]  # totals 6, 6, 6, 3, 1
+    assert costliest_first(g, None) == g
+    for bad in (None, float("nan"), -1.0):  # one unknown weight: the plan's order
+        assert costliest_first(g, lambda c, bad=bad: bad if c.cost == 3.0 else c.cost) == g
+
+
+def test_a_pool_starts_the_costliest_groups_first_with_the_same_results(tmp_path):
+    pts = [WorkConfig(cost=float(c)) for c in (1, 2, 5, 3, 4)]
+    with Store(tmp_path / "a.sqlite") as st:
+        run_sweep(pts, timed_run, st, SweepOptions(workers=2, quiet=True), weight=lambda c: c.cost)
+        pool = {r["params"]["cost"]: r["rows"][0] for r in st.done()}
+    with Store(tmp_path / "b.sqlite") as st:  # one worker: the plan's order, the same records
+        run_sweep(pts, timed_run, st, SweepOptions(quiet=True), weight=lambda c: c.cost)
+        one = {r["params"]["cost"]: r["rows"][0] for r in st.done()}
+    assert sorted(pool) == sorted(one) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    # two workers take the first two groups handed out, the others only as one finishes
+    first_two = sorted(pool, key=lambda c: pool[c]["start"])[:2]
+    assert sorted(first_two) == [4.0, 5.0]
+    assert sorted(one, key=lambda c: one[c]["start"]) == [1.0, 2.0, 5.0, 3.0, 4.0]
+
+
+def test_the_lazy_studies_weigh_their_points_by_their_products():
+    from robustlab.studies import lazy_adversarial, lazy_attack
+
+    small = lazy_attack.LazyAttackConfig(size=10, m=64, epochs=20)
+    assert lazy_attack.STUDY.weight(small) == 100 * 64 * 20
+    assert lazy_attack.STUDY.weight(dataclasses.replace(small, m=256)) == 4 * lazy_attack.STUDY.weight(small)
+    adv = lazy_adversarial.LazyAdversarialConfig(size=10, m=64, epochs=20, attack_steps=5)
+    assert lazy_adversarial.STUDY.weight(adv) == 100 * 64 * 20 * 7

@@ -85,6 +85,13 @@ class LazyConfig(Config):
         return self.size * self.size
 
 
+def work(cfg: LazyConfig, passes_per_epoch: int = 1) -> float:
+    """A point's relative cost, ``d · m · epochs · passes``: its training's products up to a
+    constant (``epochs`` is the cap; a run that stops sooner costs less). Only orders the
+    groups of a parallel run, costliest first (``Study.weight``)."""
+    return float(cfg.d * cfg.m * cfg.epochs * passes_per_epoch)
+
+
 def radius_of(cfg: LazyConfig) -> float:
     """Per-neuron ball radius: ``R`` if set, else ``C0/√m``."""
     return cfg.R if cfg.R is not None else cfg.C0 / math.sqrt(cfg.m)

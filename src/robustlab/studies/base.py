@@ -142,6 +142,10 @@ class Study:
     # can count it; None when it cannot. ``--dry-run`` then weights its estimate by it and
     # states the floor the machine's matmul rate puts under the whole run.
     cost: Callable[[Config], float | None] | None = None
+    # a point's relative cost (any unit), only to start the costliest groups first when
+    # several workers share a run (their order does not change the results); where it is
+    # None, ``cost`` serves, and with neither the groups run in the plan's order
+    weight: Callable[[Config], float | None] | None = None
     # where the study comes from, set by the loader (see studies/external.py); None: built-in
     origin: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
 
@@ -424,7 +428,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
                 records.write_json(manifest_path, manifest)
             stats = run_sweep(plan_.points, study.run_points, store, options,
                               ensemble=study.ensemble, max_group=study.max_ensemble,
-                              label=progress_label or study.name)
+                              label=progress_label or study.name, weight=study.weight or study.cost)
     except (UserError, OSError):
         # e.g. the disk filled up: a fresh directory that holds no finished point is removed
         # (no half-written run); otherwise the store keeps every finished point for a resume

@@ -38,6 +38,7 @@ from ._lazy_common import (
     neuron_params,
     point_ids,
     radius_of,
+    work,
 )
 from .base import Claim, Context, Figure, Preset, Study
 
@@ -449,6 +450,12 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
 
 # ---------------------------------------------------------------------------------------
 
+def _work(cfg: LazyAdversarialConfig) -> float:
+    """Relative cost of a point: each epoch is a PGD of ``attack_steps`` steps (a forward and
+    a pull-back each, plus the scoring pass) and one SGD pass over the training set."""
+    return work(cfg, cfg.attack_steps + 2)
+
+
 STUDY = Study(
     name="lazy-adversarial",
     title="Adversarial training inside the lazy ball",
@@ -508,6 +515,7 @@ STUDY = Study(
     claims=claims,
     figures=figures,
     ensemble=True,
+    weight=_work,
 )
 
 __all__ = ["STUDY", "LazyAdversarialConfig", "run_points", "claims", "figures", "eps_sharp_claim",

@@ -32,7 +32,7 @@ from .. import records
 from ..config import Config, UserError, config_hash
 from .store import Store
 
-__all__ = ["SweepOptions", "run_sweep", "group_points", "run_group", "failed_entries",
+__all__ = ["SweepOptions", "run_sweep", "group_points", "costliest_first", "run_group", "failed_entries",
            "intra_op_threads", "captured_warnings", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
@@ -226,10 +226,34 @@ def _describer(points: list[Config], ensemble: bool) -> Callable[[list[Config]],
     return describe
 
 
+def costliest_first(groups: list[list[Config]], weight: Callable[[Config], float | None] | None) -> list[list[Config]]:
+    """The groups with the largest total ``weight`` first (ties keep their order), or as given
+    when there is no weight or one is missing, negative or not finite.
+
+    Workers take groups in this order, and a group started last is a tail the other workers
+    wait out: running the costliest first (longest-processing-time order) leaves only small
+    groups for the end. Results do not depend on the order (each group is independent, and
+    the records are read back in the plan's order)."""
+    if weight is None or len(groups) < 2:
+        return groups
+    totals = []
+    for g in groups:
+        vals = [weight(c) for c in g]
+        if any(v is None or not math.isfinite(v) or v < 0 for v in vals):
+            return groups
+        totals.append(float(sum(vals)))
+    order = sorted(range(len(groups)), key=lambda i: -totals[i])  # stable: ties in plan order
+    return [groups[i] for i in order]
+
+
 def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]], store: Store,
               options: SweepOptions, *, ensemble: bool = False, max_group: int = 64,
-              label: str = "sweep") -> dict[str, Any]:
-    """Run every point not yet in the store; returns counts."""
+              label: str = "sweep", weight: Callable[[Config], float | None] | None = None) -> dict[str, Any]:
+    """Run every point not yet in the store; returns counts.
+
+    ``weight``: a point's relative cost; with more than one worker (or Ray) the costliest
+    groups start first (:func:`costliest_first`). One local worker runs them in plan order.
+    """
     done = store.keys("done")
     skip = done if options.retry_failed else store.keys()
     groups = []
@@ -237,6 +261,8 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
         todo = [p for p in g if config_hash(p.to_dict()) not in skip]
         if todo:
             groups.append(todo)
+    if options.backend != "local" or options.workers > 1:
+        groups = costliest_first(groups, weight)
     n_todo = sum(len(g) for g in groups)
     from . import backends
 
