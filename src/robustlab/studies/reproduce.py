@@ -216,7 +216,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     # study's points run in worker processes: drawing is single-threaded Python, and the
     # workers would otherwise wait for it. Points that run in this process (one local worker)
     # would share the interpreter with the drawing, so there it stays in line.
-    overlap = options.backend != "local" or options.workers > 1
+    overlap = options.parallel
     pending: list[tuple[str, Plan, float, Future]] = []  # (label, plan, start, its drawing)
 
     def collect(block: bool) -> None:

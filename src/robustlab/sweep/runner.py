@@ -61,6 +61,11 @@ class SweepOptions:
         if self.ray_num_cpus is not None and self.ray_num_cpus < 1:
             raise UserError(f"ray_num_cpus={self.ray_num_cpus} is not allowed: a value >= 1")
 
+    @property
+    def parallel(self) -> bool:
+        """Points run outside this process, several at once (a worker pool, or Ray)."""
+        return self.backend != "local" or self.workers > 1
+
 
 def group_points(points: list[Config], ensemble: bool, max_group: int) -> list[list[Config]]:
     """Group configs that differ only in seed (order of first appearance kept).
@@ -261,7 +266,7 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
         todo = [p for p in g if config_hash(p.to_dict()) not in skip]
         if todo:
             groups.append(todo)
-    if options.backend != "local" or options.workers > 1:
+    if options.parallel:
         groups = costliest_first(groups, weight)
     n_todo = sum(len(g) for g in groups)
     from . import backends
