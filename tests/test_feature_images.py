@@ -30,6 +30,26 @@ def test_train_images_records_and_learns(digits):
     assert (h.clean_acc[:, -1] > 0.25).all()  # chance is 0.1
 
 
+@pytest.mark.parametrize("momentum", [0.9, 0.0])
+def test_momentum_step_is_torch_sgd_bit_for_bit(digits, momentum):
+    # train_images steps without torch.optim (whose first use imports torch._dynamo)
+    from robustlab.train.images import _momentum_step
+
+    ours, ref = (SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)]) for _ in range(2))
+    opt = torch.optim.SGD(ref.parameters(), lr=0.05, momentum=momentum)
+    xb, yb = digits.x_train[:32].expand(2, -1, -1, -1, -1), digits.y_train[:32].expand(2, -1)
+    params, bufs = list(ours.parameters()), None
+    for _ in range(4):
+        loss = torch.nn.functional.cross_entropy(ours(xb).reshape(-1, 10), yb.reshape(-1))
+        bufs = _momentum_step(params, torch.autograd.grad(loss, params), bufs, 0.05, momentum)
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(ref(xb).reshape(-1, 10), yb.reshape(-1)).backward()
+        opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), ref.parameters()))
+    fresh = SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)])
+    assert not any(torch.equal(a, b) for a, b in zip(ours.parameters(), fresh.parameters()))  # it moved
+
+
 def test_nonrobust_dataset_stays_in_the_ball_and_box(digits):
     model = SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)])
     x, y = digits.x_train[:50], digits.y_train[:50]

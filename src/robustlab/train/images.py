@@ -150,6 +150,27 @@ def evaluate_images(model: SmallCNN, x: torch.Tensor, y: torch.Tensor, attack: P
     return clean, unfold(ok.float(), E).mean(1)
 
 
+@torch.no_grad()
+def _momentum_step(params: list[torch.Tensor], grads: tuple[torch.Tensor, ...], bufs: list[torch.Tensor] | None,
+                   lr: float, momentum: float) -> list[torch.Tensor]:
+    """``torch.optim.SGD(lr, momentum)``'s step, the same numbers (``b ← μ b + g``, the first
+    ``b = g``; ``p ← p − lr b``; without momentum ``p ← p − lr g``), without the optimizer:
+    its first use imports torch._dynamo, about a second in every worker process that trains
+    images."""
+    if momentum == 0:
+        for p, g in zip(params, grads):
+            p.add_(g, alpha=-lr)
+        return []
+    if bufs is None:
+        bufs = [g.clone() for g in grads]
+    else:
+        for b, g in zip(bufs, grads):
+            b.mul_(momentum).add_(g)
+    for p, b in zip(params, bufs):
+        p.add_(b, alpha=-lr)
+    return bufs
+
+
 def train_images(model: SmallCNN, x_train: torch.Tensor, y_train: torch.Tensor,
                  x_test: torch.Tensor, y_test: torch.Tensor, spec: ImageTrainSpec, *,
                  batch_generator: torch.Generator | None = None,
@@ -168,7 +189,8 @@ def train_images(model: SmallCNN, x_train: torch.Tensor, y_train: torch.Tensor,
     flat = Flat(model, E).eval()  # no dropout / batch-norm: eval mode changes nothing here
     adversarial = spec.method == "pgd" and spec.eps > 0
     eval_attack = spec.pgd(steps=spec.eval_pgd_steps) if spec.eval_pgd_steps > 0 and spec.eps > 0 else None
-    opt = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum)
+    params = [p for p in model.parameters() if p.requires_grad]
+    bufs: list[torch.Tensor] | None = None  # momentum buffers, from the first step's gradients
     rows = torch.arange(E, device=xtr.device)[:, None]
     epochs, losses, cleans, robs = [], [], [], []
     for epoch in range(1, spec.epochs + 1):
@@ -185,9 +207,8 @@ def train_images(model: SmallCNN, x_train: torch.Tensor, y_train: torch.Tensor,
             out = model(xb)
             loss = F.cross_entropy(out.reshape(-1, model.k), yb.reshape(-1), reduction="none")
             loss = loss.reshape(E, -1).mean(1)  # (E,): members are independent
-            opt.zero_grad(set_to_none=True)
-            loss.sum().backward()
-            opt.step()
+            grads = torch.autograd.grad(loss.sum(), params)
+            bufs = _momentum_step(params, grads, bufs, spec.lr, spec.momentum)
             total += loss.detach() * idx.shape[1]
         mean_loss = total / N
         if not bool(torch.isfinite(mean_loss).all()):
