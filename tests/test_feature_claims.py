@@ -471,3 +471,22 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     rep = assumption_report(base.patch_spec(), q=base.q, eps=base.eps)
     assert rep["holds"], rep["violations"]
     assert math.isclose(base.eps, base.beta)  # the theory's attack erases v_y exactly
+
+
+def test_weights_order_the_groups_by_their_work():
+    # Study.weight only orders a parallel run's groups; it must be positive and finite on every
+    # preset, and rank what costs more above what costs less
+    from robustlab.studies.feature_learning import _work
+
+    for preset in STUDY.presets:
+        assert all(math.isfinite(_work(p)) and _work(p) > 0 for p in plan(STUDY, preset=preset).points), preset
+    base = FeatureLearningConfig()
+    main_adv, main_std = (dataclasses.replace(base, method=m) for m in ("gradient_step", "standard"))
+    assert _work(main_adv) > _work(main_std)
+    assert _work(dataclasses.replace(main_adv, steps=400)) > _work(main_adv)
+    assert _work(dataclasses.replace(main_adv, experiment="counter")) < _work(main_std)
+    img = dataclasses.replace(base, experiment="images", method="standard", dataset="mnist5k")
+    assert _work(dataclasses.replace(img, method="pgd")) > _work(img)
+    assert _work(dataclasses.replace(img, image_size=14)) < _work(img)
+    assert _work(dataclasses.replace(img, dataset="digits")) < _work(img)
+    assert _work(dataclasses.replace(img, max_train=800)) < _work(img)
