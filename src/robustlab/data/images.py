@@ -65,11 +65,33 @@ class Split:
 # sources
 
 def _digits() -> ImageData:
-    from sklearn.datasets import load_digits
+    # sklearn's load_digits parses its bundled digits.csv.gz with np.loadtxt, but importing
+    # sklearn.datasets for it takes ~0.75 s, in every process that loads digits and in the
+    # workers' fork server. The file holds integers 0-16 (64 pixels, then the label), read here
+    # as uint8 without importing sklearn: the same numbers (tests/test_data.py checks).
+    path = _digits_file()
+    if path is None:  # sklearn laid out otherwise: its own loader
+        from sklearn.datasets import load_digits
 
-    d = load_digits()
-    x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (1797, 1, 8, 8)
-    return ImageData(x, torch.tensor(d.target, dtype=torch.int64), "digits")
+        d = load_digits()
+        images, target = d.images, d.target
+    else:
+        table = np.loadtxt(path, delimiter=",", dtype=np.uint8)  # (1797, 65)
+        images, target = table[:, :-1].reshape(-1, 8, 8), table[:, -1]
+    x = torch.tensor(images, dtype=torch.float32).unsqueeze(1) / 16.0  # (1797, 1, 8, 8)
+    return ImageData(x, torch.tensor(target, dtype=torch.int64), "digits")
+
+
+def _digits_file() -> Path | None:
+    """sklearn's bundled digits.csv.gz, found without importing sklearn (None if absent)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            return path
+    return None
 
 
 def _mnist5k() -> ImageData:
