@@ -80,25 +80,6 @@ def test_a_member_trains_the_same_in_any_ensemble(method):
     assert torch.equal(m2.W[1], m1.W[0])
 
 
-@pytest.mark.parametrize("method, eps", [("gradient_step", 0.4), ("standard", 0.4)])
-def test_closed_form_step_in_chunks_of_members_is_the_whole_ensemble_bit_for_bit(method, eps):
-    # chunks of 1 and of 2 members (the last one short) against all 3 at once, float32
-    feats, train, _, model = setup(seeds=(0, 1, 2))
-    ts = FeatureTrainSpec(method=method, eps=eps, eta_tilde=15.0)
-    whole = ClosedFormStep(model, ts, chunk_bytes=1 << 40)
-    assert len(whole._chunks(train.x)) == 1
-    loss, g = whole(train.x, train.y, with_grad=True)
-    move = whole.input_step(train.x, train.y).clone()
-    per_member = (2 * train.x[0].numel() + 3 * model.k * model.m * train.x.shape[1] * train.x.shape[2]) * 4
-    for budget, n_chunks in ((1, 3), (2 * per_member, 2)):
-        step = ClosedFormStep(model, ts, chunk_bytes=budget)
-        assert len(step._chunks(train.x)) == n_chunks
-        loss_c, g_c = step(train.x, train.y, with_grad=True)
-        assert torch.equal(loss_c, loss) and torch.equal(g_c, g)
-        assert torch.equal(step(train.x, train.y, with_grad=False)[0], loss)
-        assert torch.equal(step.input_step(train.x, train.y), move)
-
-
 def test_history_shapes_and_probes_match_the_weights():
     hist, model = run("gradient_step", 0.4, steps=10)
     E, k, m = 2, 2, 4

@@ -135,7 +135,7 @@ class PatchCNN(nn.Module):
 
     def logits_from_act(self, a: torch.Tensor, N: int) -> torch.Tensor:
         """Σ_{r,p} of activations (E, k·m, N·P) → logits (E, N, k)."""
-        E, P = a.shape[0], a.shape[-1] // N  # E: any run of members (a chunk of the ensemble)
+        E, P = self.E, a.shape[-1] // N
         return a.view(E, self.k, self.m, N, P).sum(-1).sum(2).transpose(1, 2)
 
     def preactivations(self, x: torch.Tensor) -> torch.Tensor:

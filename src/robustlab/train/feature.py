@@ -269,23 +269,14 @@ class ClosedFormStep:
 
     The buffers live as long as this object (a training run, a probe): on the 2-core VM a fresh
     tensor per step costs page faults, which made an elementwise pass over the quick scale's
-    6 MB ensemble input ~5× slower than the same pass in place.
-
-    The members go through in chunks of about ``chunk_bytes`` of working set (inputs, moved
-    inputs and the three (k·m, N·P) buffers), each chunk's whole step before the next: every
-    op of a step then reads what the previous one wrote from cache, where one op over the
-    whole ensemble streams it from memory (the quick scale's 16-seed main group: 29 MB a step).
-    Copy ``e``'s numbers depend neither on E nor on the chunks (each GEMM of the batch and each
-    elementwise pass is per member).
+    6 MB ensemble input ~5× slower than the same pass in place. Copy ``e``'s numbers do not depend on E
+    (each GEMM of the batch and each elementwise pass is per member).
     """
 
-    CHUNK_BYTES = 8 << 20
-
-    def __init__(self, model: PatchCNN, spec: FeatureTrainSpec, *, chunk_bytes: int | None = None):
+    def __init__(self, model: PatchCNN, spec: FeatureTrainSpec):
         self.model = model
         self.adversarial = spec.method == "gradient_step" and spec.eps > 0
         self.eps, self.eta = spec.eps, spec.eta_tilde
-        self.chunk_bytes = self.CHUNK_BYTES if chunk_bytes is None else chunk_bytes
         self._buffers: dict[tuple, list[torch.Tensor | None]] = {}  # z, σ'(z), scratch, moved points
 
     def _work(self, x: torch.Tensor, *, moved: bool) -> tuple[torch.Tensor, ...]:
@@ -299,19 +290,11 @@ class ClosedFormStep:
             work[3] = torch.empty(E, N * P, d, dtype=x.dtype, device=x.device)
         return tuple(work)
 
-    def _chunks(self, x: torch.Tensor) -> list[slice]:
-        """Runs of members whose step's working set fits ``chunk_bytes`` (at least one member)."""
-        E, N, P, d = x.shape
-        per_member = N * P * (2 * d + 3 * self.model.k * self.model.m) * x.element_size()
-        c = max(1, self.chunk_bytes // per_member)
-        return [slice(i, min(i + c, E)) for i in range(0, E, c)]
-
-    def _input_step(self, W: torch.Tensor, xf: torch.Tensor, y: torch.Tensor, z, s, w, out: torch.Tensor
-                    ) -> torch.Tensor:
-        """η̃ ∇ₓℓ_n (per-sample loss, unclipped) into ``out`` (E, N·P, d), for weights ``W`` (E, k·m, d)."""
-        _, c = self._forward(W, xf, y, z, s, w)
+    def _input_step(self, xf: torch.Tensor, y: torch.Tensor, z, s, w, out: torch.Tensor) -> torch.Tensor:
+        """η̃ ∇ₓℓ_n (per-sample loss, unclipped) into ``out`` (E, N·P, d)."""
+        _, c = self._forward(xf, y, z, s, w)
         g = self._times_c(s, c.mul_(self.eta))  # η̃ folded into c: (E, k·m, N·P)
-        return torch.bmm(g.transpose(1, 2), W, out=out)
+        return torch.bmm(g.transpose(1, 2), self.model.W.reshape(xf.shape[0], -1, xf.shape[2]), out=out)
 
     @torch.no_grad()
     def input_step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -320,17 +303,12 @@ class ClosedFormStep:
         fraction of Study A)."""
         z, s, w, out = self._work(x, moved=True)
         E, N, P, d = x.shape
-        W = self.model.W.reshape(E, -1, d)
-        xf = x.reshape(E, N * P, d)
-        for r in self._chunks(x):
-            self._input_step(W[r], xf[r], y[r], z[r], s[r], w[r], out[r])
-        return out.view(E, N, P, d)
+        return self._input_step(x.reshape(E, N * P, d), y, z, s, w, out).view(E, N, P, d)
 
-    def _forward(self, W: torch.Tensor, xf: torch.Tensor, y: torch.Tensor, z, s, w
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _forward(self, xf: torch.Tensor, y: torch.Tensor, z, s, w) -> tuple[torch.Tensor, torch.Tensor]:
         """Per-sample loss (E, N) and c = ∂ℓ_n/∂F_n (E, N, k); leaves σ'(z) in ``s``."""
         model, (E, N) = self.model, y.shape
-        torch.bmm(W, xf.transpose(1, 2), out=z)  # (E, k·m, N·P)
+        torch.bmm(model.W.reshape(E, -1, model.d), xf.transpose(1, 2), out=z)  # (E, k·m, N·P)
         model.act_and_grad_(z, s, w)
         logp = torch.log_softmax(model.logits_from_act(z, N), -1)  # (E, N, k)
         loss = -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1)
@@ -351,20 +329,15 @@ class ClosedFormStep:
         model = self.model
         E, N, P, d = x.shape
         z, s, w, x_adv = self._work(x, moved=self.adversarial)
-        W = model.W.reshape(E, -1, d)
-        grad = torch.empty_like(W) if with_grad else None
-        losses = []
-        for r in self._chunks(x):
-            xf = x[r].reshape(-1, N * P, d)
-            if self.adversarial:
-                self._input_step(W[r], xf, y[r], z[r], s[r], w[r], x_adv[r])  # η̃ ∇ₓℓ (c, N·P, d)
-                xf = x_adv[r].clamp_(-self.eps, self.eps).add_(xf)
-            loss, c = self._forward(W[r], xf, y[r], z[r], s[r], w[r])
-            losses.append(loss.mean(1))
-            if with_grad:
-                torch.bmm(self._times_c(s[r], c.div_(N)), xf, out=grad[r])
-        loss = losses[0] if len(losses) == 1 else torch.cat(losses)
-        return loss, (grad.view_as(model.W) if with_grad else None)
+        xf = x.reshape(E, N * P, d)
+        if self.adversarial:
+            self._input_step(xf, y, z, s, w, x_adv)  # η̃ ∇ₓℓ (E, N·P, d)
+            xf = x_adv.clamp_(-self.eps, self.eps).add_(xf)
+        loss, c = self._forward(xf, y, z, s, w)
+        if not with_grad:
+            return loss.mean(1), None
+        g = self._times_c(s, c.div_(N))
+        return loss.mean(1), torch.bmm(g, xf).view_as(model.W)
 
 
 def _objective(model: PatchCNN, x: torch.Tensor, y: torch.Tensor, attack, spec: FeatureTrainSpec,
