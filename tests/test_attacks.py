@@ -498,7 +498,7 @@ def test_closed_form_logit_gradient_matches_autograd(loss):
 def test_autograd_route_pulls_back_the_closed_form_logit_gradient_exactly():
     """A model autograd must differentiate (a custom forward) gets the input gradient of
     Σ out·dz: bit for bit grad(out, x, dz), and without the sympy import a tensor
-    grad_outputs costs torch's first backward (~1.3 s in every worker that attacks)."""
+    grad_outputs costs torch's first backward (0.34 CPU-s in every worker that attacks)."""
     import subprocess
     import sys
 

@@ -66,7 +66,7 @@ class Split:
 
 def _digits() -> ImageData:
     # sklearn's load_digits parses its bundled digits.csv.gz with np.loadtxt, but importing
-    # sklearn.datasets for it takes ~0.75 s, in every process that loads digits and in the
+    # sklearn.datasets for it takes 0.86 CPU-s, in every process that loads digits and in the
     # workers' fork server. The file holds integers 0-16 (64 pixels, then the label), read here
     # as uint8 without importing sklearn: the same numbers (tests/test_data.py checks).
     path = _digits_file()

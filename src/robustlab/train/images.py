@@ -155,7 +155,7 @@ def _momentum_step(params: list[torch.Tensor], grads: tuple[torch.Tensor, ...], 
                    lr: float, momentum: float) -> list[torch.Tensor]:
     """``torch.optim.SGD(lr, momentum)``'s step, the same numbers (``b ← μ b + g``, the first
     ``b = g``; ``p ← p − lr b``; without momentum ``p ← p − lr g``), without the optimizer:
-    its first use imports torch._dynamo, about a second in every worker process that trains
+    its first use imports torch._dynamo, 1.1 CPU-s in every worker process that trains
     images."""
     if momentum == 0:
         for p, g in zip(params, grads):
