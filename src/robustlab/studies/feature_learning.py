@@ -475,7 +475,7 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
 
 
 # native side, training and test images, channels of each dataset: for _work's estimate only
-_IMAGE_SIZES = {"digits": (8, 1437, 360, 1), "mnist5k": (28, 4000, 1000, 1), "mnist": (28, 60000, 10000, 1),
+_IMAGE_SIZES = {"digits": (8, 1438, 359, 1), "mnist5k": (28, 4000, 1000, 1), "mnist": (28, 60000, 10000, 1),
                 "cifar10": (32, 50000, 10000, 3), "svhn": (32, 73257, 26032, 3)}
 
 
