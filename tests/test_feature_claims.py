@@ -356,7 +356,9 @@ def test_real_runs_record_clipping_threats_and_the_counter_experiment():
     fin = [r for r in out[0] if r["kind"] == "final"][0]
     assert 0.0 <= fin["clip_frac_v_phase1"] <= 1.0 and 0.0 <= fin["threat_linf_all"] <= 1.0
     assert len([r for r in out[0] if r["kind"] == "clip"]) == 5
-    assert len([r for r in out[0] if r["kind"] == "eps_sweep"]) == 6
+    sweep = {r["eps_over_alpha"]: r for r in out[0] if r["kind"] == "eps_sweep"}
+    assert len(sweep) == 6
+    assert sweep[0.4]["every_patch_acc"] == fin["threat_linf_all"]  # the sweep's one threat, at ε = eval_eps
     cnt = [FeatureLearningConfig(seed=s, experiment="counter", method="standard", P=64, eval_eps=0.4, n_test=32)
            for s in (0, 1)]
     row = run_points(cnt, "cpu")[0][0]

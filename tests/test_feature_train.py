@@ -1,5 +1,6 @@
 """Training the patch CNN: ε = 0 reduces to standard training, probes, the evaluation attacks."""
 
+import dataclasses
 import math
 
 import pytest
@@ -178,3 +179,21 @@ def test_pgd_spares_the_robust_detector_with_few_patches():
     ts = FeatureTrainSpec(eval_eps=0.4, eval_pgd_steps=20)
     _, _, pgd = evaluate_patch_cnn(_hand_model(spec, feats, "u", a), feats, test, ts, make_generator(0, "p"))
     assert pgd.item() == 1.0
+
+
+def test_pgd_accuracy_is_evaluate_patch_cnns_pgd_from_the_same_generator():
+    # the eps sweep of the main experiment asks for the PGD part alone
+    from robustlab.train.feature import pgd_accuracy
+
+    feats, train, test, model = setup(seeds=(0, 1, 2))
+    spec = FeatureTrainSpec(method="gradient_step", steps=15, lr=1.0, eps=0.4, eval_every=15, eval_eps=0.4,
+                            eval_pgd_steps=3)
+    train_patch_cnn(model, feats, train, test, spec, batch_generator=make_generator(0, "b"))
+    for eps in (0.05, 0.4):
+        ts = dataclasses.replace(spec, eval_eps=eps)
+        clean, _, pgd = evaluate_patch_cnn(model, feats, test, ts, make_generator(0, "p"))
+        assert torch.equal(pgd_accuracy(model, test, ts, make_generator(0, "p")), pgd)
+        assert (pgd <= clean).all()
+    zero = dataclasses.replace(spec, eval_eps=0.0)
+    assert torch.equal(pgd_accuracy(model, test, zero, None), evaluate_patch_cnn(model, feats, test, zero, None)[2])
+    assert torch.isnan(pgd_accuracy(model, test, dataclasses.replace(spec, eval_pgd_steps=0), None)).all()

@@ -106,6 +106,7 @@ from ..train.feature import (
     FeatureTrainSpec,
     crossing_step,
     evaluate_patch_cnn,
+    pgd_accuracy,
     train_patch_cnn,
 )
 from ..train.images import ImageTrainSpec, nonrobust_dataset, train_images
@@ -255,13 +256,12 @@ EPS_OVER_ALPHA = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
 HAND_SCALE = 0.5
 
 
-def _robust_ok(flat, x, y, x_adv) -> torch.Tensor:
-    with torch.no_grad():
-        return (flat(x).argmax(-1) == y) & (flat(x_adv).argmax(-1) == y)
+THREATS = ("linf_all", "linf_nonrobust_patches", "l2_per_patch", "nonrobust_subspace")
 
 
-def _threat_rows(model: PatchCNN, features, test, eps: float) -> dict:
-    """Accuracy (per member) under the explicit every-patch attacks of four threat models at ε.
+def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, ...] = THREATS) -> dict:
+    """Accuracy (per member) under the explicit every-patch attacks of four threat models at ε
+    (``names``: those of them to run).
 
     * ``linf_all``: ℓ∞, any patch: ε(u_j − u_y) on every patch;
     * ``linf_nonrobust_patches``: ℓ∞ confined to the non-robust patches J_NR (ε(u_j − u_y) there);
@@ -275,11 +275,15 @@ def _threat_rows(model: PatchCNN, features, test, eps: float) -> dict:
     N = test.x.shape[1]
     u = features.u.to(x.dtype).repeat_interleave(N, dim=0)  # (E*N, k, d): each sample its member's
     v = features.v.to(x.dtype).repeat_interleave(N, dim=0)
+    with torch.no_grad():
+        clean_ok = flat(x).argmax(-1) == y
     out = {}
     for name, dirs, kw in (("linf_all", u, {}), ("linf_nonrobust_patches", u, {"mask": fold(test.nonrobust)}),
                            ("l2_per_patch", u, {"norm": "l2_patch"}), ("nonrobust_subspace", v, {})):
-        x_adv = every_patch(flat, x, y, dirs, eps, **kw)
-        out[name] = _per_member(_robust_ok(flat, x, y, x_adv), E)
+        if name in names:
+            x_adv = every_patch(flat, x, y, dirs, eps, **kw)
+            with torch.no_grad():
+                out[name] = _per_member(clean_ok & (flat(x_adv).argmax(-1) == y), E)
     return out
 
 
@@ -352,8 +356,8 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
         for r in EPS_OVER_ALPHA:
             eps = r * base.alpha
             ts = dataclasses.replace(tspec, eval_eps=eps)
-            _, _, pgd = evaluate_patch_cnn(model, features, test, ts, g(f"eval-sweep-{r}"))
-            ep = _threat_rows(model, features, test, eps)["linf_all"]
+            pgd = pgd_accuracy(model, test, ts, g(f"eval-sweep-{r}"))  # (what evaluate_patch_cnn's PGD gives)
+            ep = _threat_rows(model, features, test, eps, ("linf_all",))["linf_all"]
             sweep.append((r, eps, pgd.cpu(), ep.cpu()))
     out = []
     for e in range(len(cfgs)):

@@ -38,7 +38,7 @@ from ..models.ensemble import Flat, fold, unfold
 from ..models.patch_cnn import PatchCNN
 
 __all__ = ["FeatureTrainSpec", "FeatureHistory", "train_patch_cnn", "crossing_step", "METHODS",
-           "train_attack", "evaluate_patch_cnn", "ClosedFormStep"]
+           "train_attack", "evaluate_patch_cnn", "pgd_accuracy", "ClosedFormStep"]
 
 METHODS = ("standard", "gradient_step", "fgsm", "pgd")
 CLOSED_FORM = ("standard", "gradient_step")  # trained by ClosedFormStep
@@ -145,7 +145,8 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     flat = Flat(model, E).eval()
     x, y = fold(test.x), fold(test.y)
     with torch.no_grad():
-        clean = (model(test.x).argmax(-1) == test.y).float().mean(1)  # (E,)
+        clean_ok = model(test.x).argmax(-1) == test.y  # (E, N)
+    clean = clean_ok.float().mean(1)  # (E,)
     if spec.eval_eps == 0:
         return clean, clean.clone(), clean.clone()
     # every member has its own features: fold (E, N) and pick the row of member e for sample e*N+n
@@ -156,20 +157,28 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     # correctness needs the true class: so the attack is called here, not via robust_accuracy
     with torch.no_grad():
         x_feat = attack(flat, x, member * model.k + y, bounds=None, mask=fold(test.nonrobust))
-        feat_ok = (flat(x_feat).argmax(-1) == y) & (flat(x).argmax(-1) == y)
-    if not with_pgd:
-        pgd = torch.full((E,), math.nan)
-    elif spec.eval_pgd_steps > 0:
-        attack = PGD(Linf(spec.eval_eps), steps=spec.eval_pgd_steps,
-                     step_size=2.5 * spec.eval_eps / spec.eval_pgd_steps, random_start=True,
-                     restarts=spec.eval_pgd_restarts, loss="margin")
-        # early_stop: a column of test points leaves once every copy misclassifies its own (same outcome)
-        ok = robust_accuracy(flat, x, y, attack, bounds=None, generator=generator, per_sample=True,
-                             early_stop=True)
-        pgd = _per_member(ok, E)
-    else:
-        pgd = torch.full((E,), math.nan)
+        feat_ok = (flat(x_feat).argmax(-1) == y) & fold(clean_ok)
+    pgd = pgd_accuracy(model, test, spec, generator) if with_pgd else torch.full((E,), math.nan)
     return clean, _per_member(feat_ok, E), pgd.to(clean.device)
+
+
+def pgd_accuracy(model: PatchCNN, test: PatchData, spec: FeatureTrainSpec, generator: torch.Generator | None
+                 ) -> torch.Tensor:
+    """The PGD part of :func:`evaluate_patch_cnn` alone: robust accuracy per member (E,) under
+    ℓ∞ PGD at ``spec.eval_eps`` (margin loss, random start, step ``2.5 ε / steps``; NaN without
+    steps, clean accuracy at ε = 0), the same numbers from the same generator."""
+    E = model.E
+    if spec.eval_eps == 0:
+        with torch.no_grad():
+            return (model(test.x).argmax(-1) == test.y).float().mean(1)
+    if spec.eval_pgd_steps == 0:
+        return torch.full((E,), math.nan)
+    attack = PGD(Linf(spec.eval_eps), steps=spec.eval_pgd_steps, step_size=2.5 * spec.eval_eps / spec.eval_pgd_steps,
+                 random_start=True, restarts=spec.eval_pgd_restarts, loss="margin")
+    # early_stop: a column of test points leaves once every copy misclassifies its own (same outcome)
+    ok = robust_accuracy(Flat(model, E).eval(), fold(test.x), fold(test.y), attack, bounds=None, generator=generator,
+                         per_sample=True, early_stop=True)
+    return _per_member(ok, E)
 
 
 def train_patch_cnn(model: PatchCNN, features: Features, train: PatchData, test: PatchData,
