@@ -1007,7 +1007,7 @@ def _counter_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     ax.legend(fontsize=6)
     ax = axes[1]
     fin = _adv_final(df)
-    names = ["linf_all", "linf_nonrobust_patches", "l2_per_patch", "nonrobust_subspace"]
+    names = list(THREATS)
     bars = {}
     if not fin.empty and f"threat_{names[0]}" in fin.columns:
         bars["trained (one step)"] = [float(fin[f"threat_{n}"].mean()) for n in names] + \
