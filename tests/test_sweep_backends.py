@@ -373,6 +373,7 @@ def test_a_pool_starts_the_costliest_groups_first_with_the_same_results(tmp_path
         run_sweep(pts, timed_run, st, SweepOptions(quiet=True), weight=lambda c: c.cost)
         one = {r["params"]["cost"]: r["rows"][0] for r in st.done()}
     assert sorted(pool) == sorted(one) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert all(pool[c]["cost"] == one[c]["cost"] == c for c in pool)  # each point's own result, either way
     # two workers take the first two groups handed out, the others only as one finishes
     first_two = sorted(pool, key=lambda c: pool[c]["start"])[:2]
     assert sorted(first_two) == [4.0, 5.0]
