@@ -3,6 +3,7 @@ import torch
 
 from robustlab.config import UserError
 from robustlab.data import load_images, resize
+from robustlab.data.images import EMBEDDED, SHAPES
 
 
 def test_digits_shapes_and_range():
@@ -12,6 +13,14 @@ def test_digits_shapes_and_range():
     assert 0.0 <= float(s.x_train.min()) and float(s.x_train.max()) <= 1.0
     assert s.n_classes == 10 and not s.binary
     assert set(s.y_test.tolist()) == set(range(10))
+
+
+@pytest.mark.parametrize("name", EMBEDDED)
+def test_size_table_matches_the_embedded_loaders(name):
+    shape, s = SHAPES[name], load_images(name)
+    assert s.x_train.shape == (shape.n_train, shape.channels, shape.side, shape.side)
+    assert s.x_test.shape == (shape.n_test, shape.channels, shape.side, shape.side)
+    assert s.n_classes == shape.classes
 
 
 def test_mnist5k_binary_pair_labels_and_split():

@@ -88,6 +88,51 @@ def test_data_subset_is_stratified_and_fixed():
     torch.testing.assert_close(d.x_train, again.x_train)  # the seed moves the init, not the data
 
 
+def _subset_by_loop(labels, n, generator):
+    """The stratified subset point by point, as it was first written: the reference."""
+    if n == 0 or n >= len(labels):
+        return list(range(len(labels)))
+    order = torch.randperm(len(labels), generator=generator)
+    counts = torch.bincount(labels)
+    k = len(counts)
+    quota = torch.minimum(counts, torch.full_like(counts, n // k) + (torch.arange(k) < n % k).long())
+    picked, taken, rest = [], [0] * k, []
+    for i in order.tolist():
+        c = int(labels[i])
+        if taken[c] < int(quota[c]):
+            picked.append(i)
+            taken[c] += 1
+        else:
+            rest.append(i)
+    return sorted(picked + rest[: n - len(picked)])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 10, 33, 95, 150, 199, 200, 500])
+def test_stratified_subset_matches_the_point_by_point_reference(n):
+    # imbalanced classes (one with 3 points, one absent) so that quotas run short
+    labels = torch.cat([torch.full((c,), i) for i, c in enumerate([40, 3, 25, 0, 60, 45, 27])])
+    labels = labels[torch.randperm(len(labels), generator=torch.Generator().manual_seed(1))]
+    got = W._stratified_subset(labels, n, torch.Generator().manual_seed(7))
+    assert got.dtype == torch.int64
+    assert got.tolist() == _subset_by_loop(labels, n, torch.Generator().manual_seed(7))
+
+
+def test_point_flops_from_the_size_table_equal_those_from_the_data():
+    study = get_study("width-depth-init")
+    seen = {}
+    for preset in study.presets:
+        for c in plan(study, preset=preset).points:
+            key = (c.dataset, c.classes, c.size, c.output, c.n_train, c.width, c.depth, c.epochs, c.arch)
+            if c.arch != "fcn" or c.dataset not in ("digits", "mnist5k") or key in seen:
+                continue
+            data = W.load_data(c)
+            dims = [data.d] + [c.width] * (c.depth - 1) + [1 if c.output == "single" else data.n_classes]
+            seen[key] = W.point_flops(c)
+            assert seen[key] == 6.0 * len(data.x_train) * sum(a * b for a, b in zip(dims, dims[1:])) * c.epochs, key
+    assert len({k[0] for k in seen}) >= 1 and len(seen) > 20
+    assert W.point_flops(W.WidthDepthInitConfig(**{**TINY, "arch": "cnn"})) is None
+
+
 def test_run_points_rows_and_mc_against_exact():
     out = W.run_points(cfgs(2, width=16, depth=2, init="he", mc_samples=400, mc_points=20, mc_width=16,
                             target_loss=1.5))

@@ -13,6 +13,7 @@ the field's declared type, so ``lr=abc`` fails as clearly as ``lr=-1``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -192,7 +193,7 @@ class Config:
     study: ClassVar[str] = "config"
 
     def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
+        hints = _type_hints(type(self))
         for f in dataclasses.fields(self):
             value = _check_type(hints[f.name], getattr(self, f.name), f.name)
             object.__setattr__(self, f.name, value)
@@ -237,6 +238,13 @@ class Config:
             key = sorted(unknown)[0]
             raise ConfigError(key, changes[key], _unknown_text(type(self)))
         return dataclasses.replace(self, **changes)
+
+
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, once per class: it re-evaluates every annotation on each
+    call, most of the time a plan spends building its configs."""
+    return typing.get_type_hints(cls)
 
 
 def _unknown_text(cls: type[Config]) -> str:

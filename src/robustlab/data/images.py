@@ -21,11 +21,29 @@ import torch.nn.functional as F
 
 from ..config import UserError
 
-__all__ = ["ImageData", "Split", "load_raw", "load_images", "DATASETS", "resize"]
+__all__ = ["ImageData", "Split", "Shape", "SHAPES", "load_raw", "load_images", "DATASETS", "resize"]
 
 EMBEDDED = ("digits", "mnist5k")
 TORCHVISION = ("mnist", "cifar10", "cifar100", "svhn")
 DATASETS = EMBEDDED + TORCHVISION
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """A dataset's sizes as :func:`load_images` gives them with every class and its default
+    split, known without loading it (the studies' cost estimates)."""
+
+    side: int  # native height = width
+    channels: int
+    classes: int
+    n_train: int
+    n_test: int
+
+
+# (tests/test_data.py checks the embedded ones against their loaders)
+SHAPES = {"digits": Shape(8, 1, 10, 1438, 359), "mnist5k": Shape(28, 1, 10, 4000, 1000),
+          "mnist": Shape(28, 1, 10, 60000, 10000), "cifar10": Shape(32, 3, 10, 50000, 10000),
+          "cifar100": Shape(32, 3, 100, 50000, 10000), "svhn": Shape(32, 3, 10, 73257, 26032)}
 
 
 @dataclasses.dataclass(frozen=True)

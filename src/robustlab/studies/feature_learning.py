@@ -88,6 +88,7 @@ import torch
 from .. import stats
 from ..attacks.every_patch import every_patch, every_patch_bound
 from ..config import Config, ConfigError, param
+from ..data import images as image_data
 from ..data import load_images
 from ..data.patches import (
     AssumptionWarning,
@@ -478,11 +479,6 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     return out
 
 
-# native side, training and test images, channels of each dataset: for _work's estimate only
-_IMAGE_SIZES = {"digits": (8, 1438, 359, 1), "mnist5k": (28, 4000, 1000, 1), "mnist": (28, 60000, 10000, 1),
-                "cifar10": (32, 50000, 10000, 3), "svhn": (32, 73257, 26032, 3)}
-
-
 def _work(cfg: FeatureLearningConfig) -> float:
     """A point's relative cost, in multiply-adds up to a constant per kind of model: its
     training's passes over the data and its evaluations' attack steps. Only orders the groups
@@ -499,8 +495,8 @@ def _work(cfg: FeatureLearningConfig) -> float:
         if c.experiment == "main" and c.method != "standard":
             pgd *= 1 + len(EPS_OVER_ALPHA)  # the budget sweep
         return float(c.P * c.d * c.k * c.m * (train + evals + pgd))
-    side, n_train, n_test, channels = _IMAGE_SIZES[c.dataset]
-    side = c.image_size or side
+    shape = image_data.SHAPES[c.dataset]
+    side, n_train, n_test, channels = c.image_size or shape.side, shape.n_train, shape.n_test, shape.channels
     n_train, n_test = min(n_train, c.max_train or n_train), min(n_test, c.max_test or n_test)
     macs = 9 * side * side * c.width * (channels + c.width / 2)  # conv C→w at full size, w→2w at half
     train = c.epochs * n_train * 3 * (1 + (2 * c.image_pgd_steps if c.method == "pgd" else 0))

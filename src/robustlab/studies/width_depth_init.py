@@ -67,7 +67,7 @@ import torch
 
 from ..config import Config, ConfigError, param
 from ..data import load_images
-from ..data.images import Split
+from ..data.images import SHAPES, Split
 from ..errors import NumericalError
 from ..metrics import expected_stability_at_init, perturbation_stability
 from ..models.deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble
@@ -175,6 +175,29 @@ class WidthDepthInitConfig(Config):
 # ---------------------------------------------------------------------------------------
 # data
 
+def _stratified_subset(labels: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """Sorted indices of ``n`` points, as many of each class as it has up to ``n // k`` (the
+    first ``n mod k`` classes one more), taken in a random order drawn from ``generator``;
+    a class short of its quota is made up from the others, in that order. All points when
+    ``n`` is 0 or at least their number."""
+    if n == 0 or n >= len(labels):
+        return torch.arange(len(labels))
+    order = torch.randperm(len(labels), generator=generator)
+    counts = torch.bincount(labels)
+    k = len(counts)
+    quota = torch.minimum(counts, torch.full_like(counts, n // k) + (torch.arange(k) < n % k).long())
+    # in the drawn order a point is taken while its class is under quota: the first quota[c]
+    # points of class c, found from each point's rank within its class (one pass of tensor
+    # ops; a loop over the points cost 0.5 s, and 2 s beside the drawing thread's GIL)
+    lab = labels[order]
+    by_class = torch.sort(lab, stable=True).indices
+    rank = torch.empty_like(lab)
+    rank[by_class] = torch.arange(len(lab)) - (torch.cumsum(counts, 0) - counts)[lab[by_class]]
+    keep = rank < quota[lab]
+    picked, rest = order[keep], order[~keep]
+    return torch.sort(torch.cat([picked, rest[: n - len(picked)]])).values
+
+
 @functools.lru_cache(maxsize=4)
 def _prepared(dataset: str, data_dir: str | None, classes: tuple[int, ...], size: int | None, sphere: bool,
               flatten: bool, binary: bool, n_train: int, n_test: int) -> Split:
@@ -184,25 +207,8 @@ def _prepared(dataset: str, data_dir: str | None, classes: tuple[int, ...], size
     def subset(y: torch.Tensor, n: int, salt: str) -> torch.Tensor:
         # Stratified and fixed across seeds (Def. 1 averages over initialisations only):
         # the loaders order points by class, so a prefix would hold one class.
-        if n == 0 or n >= len(y):
-            return torch.arange(len(y))
-        g = make_generator(0, "wdi-subset", salt)
         labels = y.long() if not binary else (y > 0).long()
-        order = torch.randperm(len(y), generator=g)
-        counts = torch.bincount(labels)
-        k = len(counts)
-        # the same number per class (the first n mod k classes one more), as far as each has
-        quota = torch.minimum(counts, torch.full_like(counts, n // k) + (torch.arange(k) < n % k).long())
-        picked, taken, rest = [], torch.zeros_like(counts), []
-        for i in order.tolist():
-            c = int(labels[i])
-            if taken[c] < quota[c]:
-                picked.append(i)
-                taken[c] += 1
-            else:
-                rest.append(i)
-        picked += rest[: n - len(picked)]  # a class short of its quota: fill from the others
-        return torch.tensor(sorted(picked))
+        return _stratified_subset(labels, n, make_generator(0, "wdi-subset", salt))
 
     tr, te = subset(split.y_train, n_train, "train"), subset(split.y_test, n_test, "test")
     return dataclasses.replace(split, x_train=split.x_train[tr], y_train=split.y_train[tr],
@@ -216,12 +222,23 @@ def load_data(cfg: WidthDepthInitConfig) -> Split:
 
 def point_flops(cfg: WidthDepthInitConfig) -> float | None:
     """FLOPs of one seed's training (fcn: the matrix products, 6 per weight and sample and
-    epoch: forward 2, backward 4 — as the rows' ``train_gflop``); None for the conv archs."""
+    epoch: forward 2, backward 4 — as the rows' ``train_gflop``); None for the conv archs.
+
+    Counted from the dataset's sizes (``data.images.SHAPES``), not from the data: the driver
+    weighs every point before the first one starts, and loading there took 1.5–2 s while the
+    workers waited (the previous study's drawing thread holds the GIL). Exact where
+    ``n_train`` is set and the chosen classes hold that many training points (every preset);
+    otherwise it counts the classes' share of the training set, which their balance moves
+    by a few per cent."""
     if cfg.arch != "fcn":
         return None
-    data = load_data(cfg)
-    dims = [data.d] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else data.n_classes]
-    return 6.0 * len(data.x_train) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
+    shape = SHAPES[cfg.dataset]
+    side, k = cfg.size or shape.side, len(cfg.classes) or shape.classes
+    n_train = shape.n_train * k // shape.classes
+    if cfg.n_train:
+        n_train = min(n_train, cfg.n_train)
+    dims = [shape.channels * side * side] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else k]
+    return 6.0 * n_train * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
 
 
 # ---------------------------------------------------------------------------------------
