@@ -140,6 +140,32 @@ def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(m
     assert e["floor_seconds"] is None and e["flops"] is None
 
 
+def test_dry_run_with_weights_samples_across_them_and_scales_by_weight(monkeypatch):
+    """A study that weighs its points (no FLOPs): the samples are spread over the groups ranked
+    by weight, the lightest and the heaviest included, and the estimate scales their time per
+    unit of weight to the whole run. A missing weight falls back to groups spread over the grid."""
+    import dataclasses
+
+    from robustlab.studies import base, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    w = {0.05: 3.0, 0.1: 1.0, 0.2: 4.0, 0.4: 2.0, 0.8: 0.0}
+    study = dataclasses.replace(get_study("smoke"), weight=lambda c: w[c.lr])
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.4,0.8"], n_seeds=2)
+    ran = []
+    real = base.run_sweep
+    monkeypatch.setattr(base, "run_sweep", lambda pts, *a, **k: (ran.append(pts[0].lr), real(pts, *a, **k))[1])
+    e = base.estimate(p, SweepOptions(workers=2), samples=3)
+    assert ran == [0.8, 0.4, 0.2]  # ranked by weight 0, 1, 2, 3, 4: the first, middle and last
+    assert e["flops"] is None and e["floor_seconds"] is None
+    assert e["estimate_seconds"] == pytest.approx(e["sample_seconds"] / (2 * (0.0 + 2.0 + 4.0)) * 2 * 10.0 / 2)
+    ran.clear()
+    study = dataclasses.replace(study, weight=lambda c: None if c.lr == 0.8 else w[c.lr])
+    e = base.estimate(base.plan(study, grids=["lr=0.05,0.1,0.2,0.4,0.8"], n_seeds=2), SweepOptions(workers=2), samples=3)
+    assert ran == [0.05, 0.2, 0.8]  # the grid's first, middle and last
+    assert e["estimate_seconds"] == pytest.approx(e["sample_seconds"] / 3 * 5 / 2)
+
+
 def test_dry_run_floor_with_cuda_is_the_gpu_rate_once(monkeypatch, capsys):
     """With device=cuda the local workers share one GPU: the floor is the run's FLOPs at that
     GPU's rate, not divided by the workers, and the estimate is never below it. (The device is

@@ -180,9 +180,9 @@ def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = Non
                  f"this machine's {e['matmul_gflops']:.0f} GFLOP/s per worker ({e['floor_parallel']} in parallel)")
         print(f"{e['study']}: {e['flops'] / 1e12:.1f} TFLOP of matrix products; at {where} that alone takes "
               f"{_fmt_seconds(e['floor_seconds'])}: a floor under any run of this grid here")
-    print(f"estimated wall time: {_fmt_seconds(total)} (the sampled groups' time per group, or per FLOP where "
-          "a study counts them, x the whole run / parallel workers; on a GPU a fixed time per group plus the "
-          "floor; rough where a point's cost varies along the grid)")
+    print(f"estimated wall time: {_fmt_seconds(total)} (the sampled groups' time per group, per unit of weight "
+          "where a study weighs its points, or per FLOP where it counts them, x the whole run / parallel workers; "
+          "on a GPU a fixed time per group plus the floor; rough where a point's cost varies along the grid)")
     return 0
 
 
