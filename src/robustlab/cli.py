@@ -256,7 +256,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     _early_workers(args)
     from .studies.reproduce import reproduce
-    from .sweep.backends import prepare
 
     only = None
     if args.only is not None:
@@ -271,8 +270,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         plans = [plan(s, preset=args.preset, seed=args.seed) for s in resolve_studies(only)]
         skips = [finished_keys(pl, args.out / pl.study.name, options) if args.out else set() for pl in plans]
         return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}", skips)
-    prepare(options)  # an unreachable --ray-address fails before the directory is made
-    out = args.out or _default_out("reproduce")
+    out = args.out or _default_out("reproduce")  # reproduce checks the backend before writing
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,
                      studies=only)
 

@@ -33,6 +33,7 @@ from .. import records, stats
 from ..config import UserError
 from ..report import html as report_html
 from ..stats import Verdict
+from ..sweep import backends as sweep_backends
 from ..sweep import lock as runlock
 from ..sweep.runner import SweepOptions
 from ..sweep.store import Store
@@ -147,6 +148,9 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
     chosen = resolve_studies(studies)
     names = [s.name for s in chosen]
     plans: list[Plan] = [plan(s, preset=preset, seed=seed) for s in chosen]  # validate all first
+    # the backend can run (e.g. a Ray address answers), before anything is written; after the
+    # plans, whose imports then overlap the workers' fork server's own (the check waits for it)
+    sweep_backends.prepare(options)
     out = Path(out)
     fresh = not out.exists()
     _reproduce_meta(out, preset, seed, names)  # before anything is written
