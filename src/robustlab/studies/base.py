@@ -453,17 +453,6 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     the run forms them) through the same sweep code into a store in a temporary directory
     that is deleted afterwards.
 
-    * Where the study weighs its points (``Study.weight``, the relative cost that orders a
-      parallel run), the samples are spread evenly over the groups ranked by weight (the
-      lightest and the heaviest included), and the estimate is the sampled seconds per unit
-      of weight × the run's weight / the workers. On the recorded group times of the paper
-      runs this was within 0.8–2.0× of the measured sweep (feature-learning,
-      lazy-adversarial, lazy-attack), where groups spread over the grid were 1.3–5.8×: a
-      grid's order puts like groups side by side, and three picks can all land on costly
-      ones. It stays rough where a weight cannot see the cost (epochs that stop early).
-    * Without either, the groups are spread evenly over the grid, and the estimate is their
-      mean time × the number of groups / the workers that run at once. It is rough where
-      the cost of a point varies along the grid (sizes, widths, epochs that stop early).
     * Where the study counts each point's FLOPs (``Study.cost``), the samples are drawn from
       the cheaper half of the groups (a paper grid's widest group can take hours alone), the
       estimate is the sampled seconds per FLOP × the run's FLOPs / the workers, and
@@ -477,6 +466,18 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
       the groups / the workers, plus the floor: it leans low where large products run below
       the GPU's square-matmul rate (the width-depth-init paper grid on one H100, 4 workers:
       estimated 3.9 min, measured 7.2 min of sweep; time per FLOP of the samples said 3.0 h).
+    * Where the study weighs its points (``Study.weight``, the relative cost that orders a
+      parallel run), the samples are spread evenly over the groups ranked by weight (the
+      lightest and the heaviest included), and the estimate is the sampled seconds per unit
+      of weight × the run's weight / the workers. On the recorded group times of the paper
+      runs this was within 0.8–2.0× of the measured sweep (feature-learning,
+      lazy-adversarial, lazy-attack), where groups spread over the grid were 1.3–5.8×: a
+      grid's order puts like groups side by side, and three picks can all land on costly
+      ones; run for real, 0.79×, 0.83× and 1.91×. It stays rough where a weight cannot see the
+      cost (epochs that stop early).
+    * With neither, the groups are spread evenly over the grid, and the estimate is their
+      mean time × the number of groups / the workers that run at once. It is rough where
+      the cost of a point varies along the grid (sizes, widths, epochs that stop early).
     """
     study = plan_.study
     groups = [g for g in ([c for c in g if config_hash(c.to_dict()) not in skip]
@@ -488,6 +489,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         "floor_device": None, "floor_parallel": None, "estimate_seconds": 0.0}
     if not groups:  # everything is finished already
         return out
+
     def totals(fn: Callable[[Config], float | None] | None, zero_ok: bool) -> list[float] | None:
         """Each group's summed ``fn``, or None where a value is missing, not finite, negative,
         or zero unless ``zero_ok``."""
