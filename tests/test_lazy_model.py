@@ -95,6 +95,32 @@ def test_projection_onto_the_ball():
     assert not outside_ball(model, r).any()
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_projection_bits_equal_the_formula_on_the_training_layout(bias):
+    """Training holds the weight transposed in memory; the projection must give, bit for
+    bit, ``θ(0) + (θ − θ(0)) · min(1, r / ‖θ − θ(0)‖)`` with the offsets of neuron_offsets."""
+    E, m, d = 3, 16, 40
+    g = make_generator(11)
+    w0 = torch.randn(E, m, d, generator=g)
+    w = (w0 + 0.3 * torch.randn(E, m, d, generator=g)).transpose(1, 2).contiguous().transpose(1, 2)
+    b0 = torch.randn(E, m, generator=g) if bias else None
+    model = TwoLayerReLU(w0, torch.ones(E, m), bias=b0)
+    with torch.no_grad():
+        model.weight.set_(w)  # the transposed layout, as the training loops hold it
+        if bias:
+            model.bias.add_(0.2 * torch.randn(E, m, generator=g))
+    r = torch.tensor([0.5, 1.0, 50.0])
+    dist = neuron_offsets(model)
+    scale = (r[:, None] / dist.clamp_min(torch.finfo(dist.dtype).tiny)).clamp(max=1.0)
+    want_w = model.weight0 + (model.weight.detach() - model.weight0) * scale[..., None]
+    want_b = model.bias0 + (model.bias.detach() - model.bias0) * scale if bias else None
+    assert not model.weight.is_contiguous()
+    project_to_ball(model, r)
+    assert torch.equal(model.weight, want_w)
+    if bias:
+        assert torch.equal(model.bias, want_b)
+
+
 def test_flat_adapter_gives_exact_per_copy_min_flips():
     """Attacks see the ensemble through Flat: results equal those of each copy alone."""
     model = _model(E=2, m=30, d=8, bias=False)

@@ -147,8 +147,14 @@ def project_to_ball(model: TwoLayerReLU, radius: float | torch.Tensor) -> None:
     """Project every neuron back onto its ball, in place (Seed 001, Alg. 1):
     ``θ_s ← θ_s(0) + (θ_s − θ_s(0)) · min(1, r / ‖θ_s − θ_s(0)‖)``."""
     r = _radius(radius, model)
-    dist = neuron_offsets(model)  # (E, m)
+    # the offsets as neuron_offsets takes them (the same bits), kept for the update: every
+    # minibatch step of adversarial training projects, so one pass less over the weights
+    diff = model.weight.contiguous() - model.weight0  # (E, m, d)
+    sq = diff.pow(2).sum(-1)
+    if model.bias is not None:
+        sq = sq + (model.bias - model.bias0).pow(2)
+    dist = sq.sqrt()  # (E, m)
     scale = (r[:, None] / dist.clamp_min(torch.finfo(dist.dtype).tiny)).clamp(max=1.0)  # (E, m)
-    model.weight.copy_(model.weight0 + (model.weight - model.weight0) * scale[..., None])
+    model.weight.copy_(diff.mul_(scale[..., None]).add_(model.weight0))  # θ(0) + (θ − θ(0))·scale
     if model.bias is not None:
         model.bias.copy_(model.bias0 + (model.bias - model.bias0) * scale)
