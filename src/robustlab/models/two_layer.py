@@ -119,12 +119,18 @@ class TwoLayerReLU(nn.Module):
 
 def neuron_offsets(model: TwoLayerReLU) -> torch.Tensor:
     """``‖θ_s − θ_s(0)‖₂`` per neuron, θ_s = (w_s, b_s): (E, m)."""
+    return _weight_offsets(model)[1]
+
+
+def _weight_offsets(model: TwoLayerReLU) -> tuple[torch.Tensor, torch.Tensor]:
+    """``w − w(0)`` (E, m, d), a fresh tensor, and :func:`neuron_offsets` (E, m)."""
     # (contiguous first: a training loop may hold the weight transposed in memory, and the
     # sum's bits depend on the layout)
-    sq = (model.weight.contiguous() - model.weight0).pow(2).sum(-1)
+    diff = model.weight.contiguous() - model.weight0
+    sq = diff.pow(2).sum(-1)
     if model.bias is not None:
         sq = sq + (model.bias - model.bias0).pow(2)
-    return sq.sqrt()
+    return diff, sq.sqrt()
 
 
 def _radius(radius: float | torch.Tensor, model: TwoLayerReLU) -> torch.Tensor:
@@ -147,13 +153,9 @@ def project_to_ball(model: TwoLayerReLU, radius: float | torch.Tensor) -> None:
     """Project every neuron back onto its ball, in place (Seed 001, Alg. 1):
     ``θ_s ← θ_s(0) + (θ_s − θ_s(0)) · min(1, r / ‖θ_s − θ_s(0)‖)``."""
     r = _radius(radius, model)
-    # the offsets as neuron_offsets takes them (the same bits), kept for the update: every
-    # minibatch step of adversarial training projects, so one pass less over the weights
-    diff = model.weight.contiguous() - model.weight0  # (E, m, d)
-    sq = diff.pow(2).sum(-1)
-    if model.bias is not None:
-        sq = sq + (model.bias - model.bias0).pow(2)
-    dist = sq.sqrt()  # (E, m)
+    # the weight offsets are kept for the update: every minibatch step of adversarial
+    # training projects, so one pass less over the weights
+    diff, dist = _weight_offsets(model)  # (E, m, d), (E, m)
     scale = (r[:, None] / dist.clamp_min(torch.finfo(dist.dtype).tiny)).clamp(max=1.0)  # (E, m)
     model.weight.copy_(diff.mul_(scale[..., None]).add_(model.weight0))  # θ(0) + (θ − θ(0))·scale
     if model.bias is not None:
