@@ -189,7 +189,7 @@ class Attack:
             x_adv = self.run(model, x0, y, bounds=bounds, generator=generator, **kw)
         if x_adv.shape != x0.shape:
             raise RuntimeError(f"{type(self).__name__}.run returned shape {tuple(x_adv.shape)}, expected {tuple(x0.shape)}")
-        x_adv = self.threat.project(x0, x_adv.detach())
+        x_adv = self.threat.project(x0, x_adv.detach())  # a fresh tensor: clamped in place
         if bounds is not None:
-            x_adv = x_adv.clamp(bounds[0], bounds[1])
+            x_adv.clamp_(bounds[0], bounds[1])
         return x_adv

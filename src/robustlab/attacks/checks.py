@@ -77,7 +77,7 @@ def check_outputs(out: torch.Tensor) -> None:
 
 def check_gradients(g: torch.Tensor) -> None:
     """Warn if every input gradient in the batch is exactly zero (masking or a detached model)."""
-    if g.numel() and not bool(g.detach().ne(0).any()):
+    if g.numel() and not bool(torch.count_nonzero(g.detach())):  # NaN counts as nonzero, as with ne(0)
         warn_once(
             "zero_gradients",
             "all input gradients are exactly zero: the model output does not depend on the "

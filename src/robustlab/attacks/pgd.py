@@ -135,7 +135,7 @@ class PGD(Attack):
             # ball ∩ box is itself a box: one fused clamp per step
             lo, hi = xr - threat.eps, xr + threat.eps
             if bounds is not None:
-                lo, hi = lo.clamp(min=bounds[0]), hi.clamp(max=bounds[1])
+                lo.clamp_(min=bounds[0]), hi.clamp_(max=bounds[1])
             box: tuple[torch.Tensor, ...] = (lo, hi)
         else:
             box = (xr,)
@@ -148,9 +148,11 @@ class PGD(Attack):
 
         if self.random_start:
             # drawn restart-major, so restart 0 sees exactly the noise of a single run
-            start = threat.random_init(x.repeat(R, *ones), generator)  # row r·N + n
-            start = start.view(R, N, *x.shape[1:]).transpose(0, 1).reshape(xr.shape)
-            x_adv = project(start, box)
+            start = threat.random_init(x.repeat(R, *ones) if R > 1 else x, generator)  # row r·N + n
+            if R > 1:
+                start = start.view(R, N, *x.shape[1:]).transpose(0, 1).reshape(xr.shape)
+            # a fresh tensor, projected in place where that is one clamp
+            x_adv = torch.clamp(start, box[0], box[1], out=start) if linf else project(start, box)
         else:
             x_adv = xr.clone()  # the iterate is updated in place below: never the caller's x
         best = x_adv.clone()  # the worst iterate so far, updated in place
@@ -173,14 +175,15 @@ class PGD(Attack):
             # the last pass only scores the final iterate (no gradient needed)
             key, g, ok, _ = _ranked_loss_and_grad(model, x_adv, ya, self.loss, grad=t < self.steps,
                                                   check=t == 0, loss_fn=loss_fn, grad_fn=grad_fn)
-            if rows is None:
+            if rows is None or rows.shape[0] == M:  # every row still attacked: in place
                 torch.gt(key, best_key, out=better_rows)
                 keep_better(best, x_adv, better)
                 torch.fmax(best_key, key, out=best_key)  # fmax: a NaN key never wins
-            else:
+            else:  # the same arithmetic on the rows left
                 bk = best_key[rows]
                 best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype).view(bshape)))
                 best_key.index_copy_(0, rows, torch.fmax(bk, key))
+            if rows is not None:
                 if t < self.steps and not bool(ok.all()):  # drop rows misclassified now
                     # in a Flat ensemble a column (one sample in every copy) leaves together,
                     # once no copy classifies it correctly any more

@@ -46,7 +46,7 @@ def uniform_ball_l2(shape: tuple[int, ...], eps: float, like: torch.Tensor, gene
     d = math.prod(shape[1:])
     u = _draw((shape[0],), like, generator, "uniform")
     r = eps * u.pow(1.0 / d) / per_sample_norm(z, 2).clamp_min(torch.finfo(like.dtype).tiny)
-    return z * _bcast(r, z)
+    return z.mul_(_bcast(r, z))
 
 
 def _check_eps(eps: float) -> None:
@@ -70,16 +70,21 @@ class Linf:
         return per_sample_norm(v, math.inf)
 
     def project(self, x: torch.Tensor, x_adv: torch.Tensor) -> torch.Tensor:
-        """Nearest point of the ball around ``x``: clip ``x_adv - x`` elementwise to ±ε."""
-        return x + (x_adv - x).clamp(-self.eps, self.eps)
+        """Nearest point of the ball around ``x``: clip ``x_adv - x`` elementwise to ±ε.
+
+        A fresh tensor (never ``x`` or ``x_adv``), computed in place in the difference's
+        memory: the bits of ``x + (x_adv - x).clamp(-ε, ε)`` (addition commutes exactly)."""
+        return torch.sub(x_adv, x).clamp_(-self.eps, self.eps).add_(x)
 
     def steepest(self, g: torch.Tensor) -> torch.Tensor:
         """Unit-ℓ∞ steepest-ascent direction: ``sign(g)``."""
         return g.sign()
 
     def random_init(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``x + δ``, ``δ ~ Uniform([-ε, ε]^d)``."""
-        return x + (2 * _draw(tuple(x.shape), x, generator, "uniform") - 1) * self.eps
+        """``x + δ``, ``δ ~ Uniform([-ε, ε]^d)``: a fresh tensor, ``x + (2u − 1)·ε`` computed in
+        place in the draw's memory (the same bits)."""
+        u = _draw(tuple(x.shape), x, generator, "uniform")
+        return u.mul_(2).sub_(1).mul_(self.eps).add_(x)
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ class L2:
         delta = x_adv - x
         n = per_sample_norm(delta, 2)
         scale = (self.eps / n.clamp_min(torch.finfo(delta.dtype).tiny)).clamp(max=1.0)
-        return x + delta * _bcast(scale, delta)
+        return delta.mul_(_bcast(scale, delta)).add_(x)  # x + δ·s, in δ's memory (the same bits)
 
     def steepest(self, g: torch.Tensor) -> torch.Tensor:
         """Unit-ℓ2 steepest-ascent direction ``g / ‖g‖`` (zero where ``g = 0``)."""
@@ -111,7 +116,7 @@ class L2:
 
     def random_init(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """``x + δ``, ``δ ~ Uniform(B₂(0, ε))``."""
-        return x + uniform_ball_l2(tuple(x.shape), self.eps, x, generator)
+        return uniform_ball_l2(tuple(x.shape), self.eps, x, generator).add_(x)
 
 
 Threat = Linf | L2

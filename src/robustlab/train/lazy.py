@@ -346,7 +346,11 @@ def _pgd(net: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, *, eps: float, ste
         # the rank key of attacks.PGD for the logistic loss: misclassified rows first
         key = torch.where(yy * out > 0, loss, loss + 1.0).reshape(-1)
         better = key > best_key
-        torch.where(better[:, None], x_adv, best, out=best)
+        n_better = int(better.sum())
+        if n_better == better.numel():  # every row improved (the first pass, and often later): a copy
+            best.copy_(x_adv)
+        elif n_better:
+            torch.where(better[:, None], x_adv, best, out=best)
         torch.where(better, key, best_key, out=best_key)
         if t == steps:
             break
