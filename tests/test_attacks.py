@@ -550,3 +550,30 @@ def test_pgd_nan_gradients_leave_a_finite_point():
                 NanGrad(), x, y, generator=torch.Generator().manual_seed(0))
         assert bool(x_adv.isfinite().all())
         assert bool((threat.norm(x_adv - x) <= threat.eps * (1 + 1e-6)).all())
+
+
+def test_projection_and_random_start_are_fresh_tensors_with_the_formulas_bits():
+    """The threats compute in their own memory (in place there): the inputs are left as they
+    were, the result is never one of them, and the bits are those of the textbook formulas."""
+    from robustlab.attacks.threat import _bcast
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.rand(64, 3, 5, 7, generator=g)
+    z = x + 0.3 * torch.randn(x.shape, generator=g)
+    x0, z0 = x.clone(), z.clone()
+    for eps in (0.05, 0.3):
+        lin = Linf(eps).project(x, z)
+        assert torch.equal(lin, x + (z - x).clamp(-eps, eps))
+        l2 = L2(eps).project(x, z)
+        delta = z - x
+        scale = (eps / per_sample_norm(delta, 2).clamp_min(torch.finfo(x.dtype).tiny)).clamp(max=1.0)
+        assert torch.equal(l2, x + delta * _bcast(scale, delta))
+        for out in (lin, l2):
+            assert out.data_ptr() not in (x.data_ptr(), z.data_ptr())
+        ri = Linf(eps).random_init(x, torch.Generator().manual_seed(5))
+        u = torch.rand(x.shape, generator=torch.Generator().manual_seed(5))
+        assert torch.equal(ri, x + (2 * u - 1) * eps)
+        r2 = L2(eps).random_init(x, torch.Generator().manual_seed(5))
+        assert r2.data_ptr() != x.data_ptr()
+        assert float(per_sample_norm(r2 - x, 2).max()) <= eps * (1 + 1e-5) and math.isfinite(float(r2.sum()))
+    assert torch.equal(x, x0) and torch.equal(z, z0)

@@ -63,3 +63,30 @@ def test_manifest_helpers():
     assert v["torch"] and v["numpy"] and v["python"]
     assert "git_commit" in records.code_version()
     assert records.host_info()["cpu_count"] >= 1
+
+
+def test_dumps_fast_path_writes_the_text_of_the_cleaning_walk():
+    """dumps skips the _clean walk when json accepts the object as it is: the text must be the
+    walk's, for plain rows and for everything the walk changes (NaN/inf, numpy and torch values,
+    tuples, keys json converts itself and keys it refuses)."""
+    import json
+
+    import numpy as np
+    import torch
+
+    from robustlab.records import _clean, dumps
+
+    cases = [
+        {"a": 1.0, "b": [1, 2, (3, 4)], "c": None, "d": "text", "e": True},
+        {"x": float("nan"), "y": [float("inf"), float("-inf")]},
+        {"np32": np.float32(0.5), "np64": np.float64(0.1), "i64": np.int64(3), "arr": np.arange(3)},
+        {"t": torch.tensor([1.0, float("inf")]), "s": torch.tensor(2.5)},
+        {7: "int key", 2.5: "float key", True: "bool key", None: "none key"},
+        {(1, 2): "tuple key"},
+        [{"k": 1e300, "nested": {"deep": [float("nan"), 1]}}],
+    ]
+    for obj in cases:
+        for kw in ({}, {"sort_keys": False}, {"indent": 2}):
+            assert dumps(obj, **kw) == json.dumps(_clean(obj), allow_nan=False, **kw)
+    assert dumps({"v": float("nan")}) == '{"v": null}'
+    assert dumps({True: 1, None: 2}) == '{"true": 1, "null": 2}'

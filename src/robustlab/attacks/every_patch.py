@@ -88,7 +88,9 @@ def every_patch(model: nn.Module, x: torch.Tensor, y: torch.Tensor, directions: 
                 step = (eps * diff).clamp(-eps, eps)
             else:
                 step = eps * diff / diff.norm(dim=-1, keepdim=True).clamp_min(1e-30)
-            cand = x + keep * step.unsqueeze(1)  # (N, P, d)
+            # x + keep·step in one pass: keep is 0/1, so keep·step is exact and the sum rounds once,
+            # fused or not (the bits of the two-pass form)
+            cand = torch.addcmul(x, keep, step.unsqueeze(1))  # (N, P, d)
             out = model(cand)
             true = out[rows, y]
             other = out.clone()
