@@ -64,9 +64,10 @@ class FeatureDirection(Attack):
             return x - self.threat.eps * v
         if x.ndim != 3:
             raise ValueError(f"FeatureDirection expects (N, d) or (N, P, d) inputs, got {tuple(x.shape)}")
-        delta = -self.threat.eps * v[:, None, :].expand_as(x)  # (N, P, d)
-        if mask is not None:
-            if mask.shape != x.shape[:2]:
-                raise ValueError(f"mask must have shape (N, P) = {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
-            delta = delta * mask.to(device=x.device, dtype=x.dtype)[..., None]
-        return x + delta
+        step = (-self.threat.eps * v)[:, None, :]  # (N, 1, d): broadcast over the patches, not materialised
+        if mask is None:
+            return x + step
+        if mask.shape != x.shape[:2]:
+            raise ValueError(f"mask must have shape (N, P) = {tuple(x.shape[:2])}, got {tuple(mask.shape)}")
+        # x + mask·step in one pass: mask is 0/1, so mask·step is exact and the sum rounds once
+        return torch.addcmul(x, mask.to(device=x.device, dtype=x.dtype)[..., None], step)

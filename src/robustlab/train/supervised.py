@@ -135,7 +135,8 @@ def lazy_ratios(params: Sequence[torch.Tensor], init: Sequence[torch.Tensor],
 
     ``base2``: the squared initial norms ``(E, L)`` if already known (a training loop computes
     them once instead of re-reading every initial weight each epoch)."""
-    diff2 = torch.stack([(p - p0).flatten(1).pow(2).sum(1) for p, p0 in zip(params, init)], 1)  # (E, L)
+    # the square in place in the difference's memory (the bits of (p - p0).pow(2))
+    diff2 = torch.stack([torch.sub(p, p0).pow_(2).flatten(1).sum(1) for p, p0 in zip(params, init)], 1)  # (E, L)
     if base2 is None:
         base2 = init_norms2(init)
     whole = diff2.sum(1).sqrt() / base2.sum(1).sqrt()
