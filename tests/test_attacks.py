@@ -329,6 +329,13 @@ def test_feature_direction_patches_and_flat():
     yb = torch.tensor([1.0, -1.0, 1.0, -1.0])
     out = FeatureDirection(0.2, V[:2])(nn.Linear(d, 1), xf, yb, bounds=None)
     torch.testing.assert_close(out, xf - 0.2 * V[:2][(yb > 0).long()])
+    # the bits of the materialised form x + mask·(−ε v_y), with directions that round
+    W = torch.randn(k, d, generator=torch.Generator().manual_seed(1))
+    ident = nn.Identity()
+    for m in (mask, None):
+        step = -0.3 * W[y][:, None, :].expand_as(x)
+        ref = x + (step if m is None else step * m.float()[..., None])
+        assert torch.equal(FeatureDirection(0.3, W).run(ident, x, y, bounds=None, mask=m), ref)
 
 
 # --- mechanics --------------------------------------------------------------------
