@@ -197,3 +197,38 @@ def test_pgd_accuracy_is_evaluate_patch_cnns_pgd_from_the_same_generator():
     zero = dataclasses.replace(spec, eval_eps=0.0)
     assert torch.equal(pgd_accuracy(model, test, zero, None), evaluate_patch_cnn(model, feats, test, zero, None)[2])
     assert torch.isnan(pgd_accuracy(model, test, dataclasses.replace(spec, eval_pgd_steps=0), None)).all()
+
+
+def test_evaluation_a_few_copies_at_a_time_gives_the_whole_ensembles_bits(monkeypatch):
+    """evaluate_patch_cnn, pgd_accuracy and the study's threat rows split an ensemble into copy
+    chunks that fit in cache: every chunk size gives the numbers of the whole ensemble at once,
+    the PGD random starts included (drawn in copy order from the one generator)."""
+    import robustlab.train.feature as feature
+    from robustlab.studies.feature_learning import _threat_rows
+
+    seeds = (0, 1, 2, 3, 4)
+    spec = FeatureTrainSpec(method="gradient_step", steps=15, lr=1.0, eps=0.4, eta_tilde=15.0, probe_every=5,
+                            eval_every=15, eval_eps=0.4, eval_pgd_steps=4)
+    feats, train, test, model = setup(seeds)
+    train_patch_cnn(model, feats, train, test, spec, batch_generator=make_generator(0, "b"),
+                    attack_generator=make_generator(0, "a"), eval_generator=make_generator(0, "e"))
+
+    def measured():
+        ev = evaluate_patch_cnn(model, feats, test, spec, make_generator(0, "x"))
+        pgd = feature.pgd_accuracy(model, test, spec, make_generator(0, "y"))
+        threats = _threat_rows(model, feats, test, 0.4)
+        return [*ev, pgd, *threats.values()]
+
+    per_copy = test.x[0].numel()
+    monkeypatch.setattr(feature, "CHUNK_FLOATS", 10 * per_copy)  # all five copies at once
+    assert feature.member_chunks(5, per_copy) == [(0, 5)]
+    whole = measured()
+    for copies in (1, 2, 3):
+        monkeypatch.setattr(feature, "CHUNK_FLOATS", copies * per_copy)
+        assert len(feature.member_chunks(5, per_copy)) == -(-5 // copies)
+        for a, b in zip(measured(), whole):
+            assert torch.equal(a, b)
+    # a chunk's model is a view of the ensemble's copies, without gradient
+    sub = model.members(1, 3)
+    assert sub.E == 2 and sub.W.data_ptr() == model.W[1].data_ptr() and not sub.W.requires_grad
+    assert torch.equal(sub(test.x[1:3]), model(test.x)[1:3])

@@ -175,6 +175,16 @@ class PatchCNN(nn.Module):
 
         return out, vjp
 
+    def members(self, start: int, stop: int) -> PatchCNN:
+        """Copies ``start … stop − 1`` as an ensemble of their own, sharing this one's weights
+        (a view, without gradient): for evaluating an ensemble a few copies at a time."""
+        sub = PatchCNN.__new__(PatchCNN)
+        nn.Module.__init__(sub)
+        sub.E, sub.k, sub.m, sub.d = stop - start, self.k, self.m, self.d
+        sub.activation, sub.q, sub.rho, sub.sigma0 = self.activation, self.q, self.rho, self.sigma0
+        sub.W = nn.Parameter(self.W.detach()[start:stop], requires_grad=False)
+        return sub.train(self.training)
+
     @torch.no_grad()
     def feature_alignment(self, features: torch.Tensor) -> torch.Tensor:
         """⟨w_{i,r}, f_i⟩ per class and neuron, for features (E, k, d): returns (E, k, m)."""

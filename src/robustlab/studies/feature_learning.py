@@ -107,6 +107,8 @@ from ..train.feature import (
     FeatureTrainSpec,
     crossing_step,
     evaluate_patch_cnn,
+    member_chunks,
+    member_slice,
     pgd_accuracy,
     train_patch_cnn,
 )
@@ -271,6 +273,11 @@ def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, 
       geometry): ε(v_j − v_y) on every patch.
     """
     E = model.E
+    chunks = member_chunks(E, test.x[0].numel())
+    if len(chunks) > 1:  # a few copies at a time (the same numbers, in cache; see member_chunks)
+        parts = [_threat_rows(model.members(a, b), member_slice(features, a, b), member_slice(test, a, b), eps, names)
+                 for a, b in chunks]
+        return {n: torch.cat([p[n] for p in parts]) for n in parts[0]}
     flat = Flat(model, E).eval()
     x, y = fold(test.x), fold(test.y)
     N = test.x.shape[1]
