@@ -222,6 +222,7 @@ def test_evaluation_a_few_copies_at_a_time_gives_the_whole_ensembles_bits(monkey
     per_copy = test.x[0].numel()
     monkeypatch.setattr(feature, "CHUNK_FLOATS", 10 * per_copy)  # all five copies at once
     assert feature.member_chunks(5, per_copy) == [(0, 5)]
+    assert feature.member_chunks(5, 1, "cuda") == [(0, 5)]  # a GPU keeps the ensemble whole
     whole = measured()
     for copies in (1, 2, 3):
         monkeypatch.setattr(feature, "CHUNK_FLOATS", copies * per_copy)

@@ -273,7 +273,7 @@ def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, 
       geometry): ε(v_j − v_y) on every patch.
     """
     E = model.E
-    chunks = member_chunks(E, test.x[0].numel())
+    chunks = member_chunks(E, test.x[0].numel(), test.x.device)
     if len(chunks) > 1:  # a few copies at a time (the same numbers, in cache; see member_chunks)
         parts = [_threat_rows(model.members(a, b), member_slice(features, a, b), member_slice(test, a, b), eps, names)
                  for a, b in chunks]

@@ -136,8 +136,11 @@ def train_attack(spec: FeatureTrainSpec):
 CHUNK_FLOATS = 2**19
 
 
-def member_chunks(E: int, floats_per_copy: int) -> list[tuple[int, int]]:
-    """``[(start, stop), …]`` covering copies ``0 … E − 1`` in order, each within :data:`CHUNK_FLOATS`."""
+def member_chunks(E: int, floats_per_copy: int, device: torch.device | str = "cpu") -> list[tuple[int, int]]:
+    """``[(start, stop), …]`` covering copies ``0 … E − 1`` in order, each within :data:`CHUNK_FLOATS`
+    on a CPU; one chunk on a GPU, where a kernel launch per copy costs more than a cache miss."""
+    if torch.device(device).type != "cpu":
+        return [(0, E)]
     per = max(1, CHUNK_FLOATS // max(1, floats_per_copy))
     return [(a, min(E, a + per)) for a in range(0, E, per)]
 
@@ -164,7 +167,7 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     point only if it is also correct when clean.
     """
     E = model.E
-    chunks = member_chunks(E, test.x[0].numel())
+    chunks = member_chunks(E, test.x[0].numel(), test.x.device)
     if len(chunks) > 1:  # a few copies at a time: the same numbers (see member_chunks)
         parts = [evaluate_patch_cnn(model.members(a, b), member_slice(features, a, b), member_slice(test, a, b), spec,
                                     generator, with_pgd=with_pgd) for a, b in chunks]
@@ -196,7 +199,7 @@ def pgd_accuracy(model: PatchCNN, test: PatchData, spec: FeatureTrainSpec, gener
     steps, clean accuracy at ε = 0), the same numbers from the same generator, a few copies at
     a time (:func:`member_chunks`)."""
     E = model.E
-    chunks = member_chunks(E, test.x[0].numel())
+    chunks = member_chunks(E, test.x[0].numel(), test.x.device)
     if len(chunks) > 1:
         return torch.cat([pgd_accuracy(model.members(a, b), member_slice(test, a, b), spec, generator) for a, b in chunks])
     if spec.eval_eps == 0:

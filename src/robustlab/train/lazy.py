@@ -346,8 +346,10 @@ def _pgd(net: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, *, eps: float, ste
         # the rank key of attacks.PGD for the logistic loss: misclassified rows first
         key = torch.where(yy * out > 0, loss, loss + 1.0).reshape(-1)
         better = key > best_key
-        n_better = int(better.sum())
-        if n_better == better.numel():  # every row improved (the first pass, and often later): a copy
+        # on a CPU: a plain copy where every row improved (the first pass, and most later ones),
+        # half the cost of the masked select; on a GPU counting would cost a sync every step
+        n_better = int(better.sum()) if better.device.type == "cpu" else -1
+        if n_better == better.numel():
             best.copy_(x_adv)
         elif n_better:
             torch.where(better[:, None], x_adv, best, out=best)
