@@ -229,7 +229,10 @@ def test_evaluation_a_few_copies_at_a_time_gives_the_whole_ensembles_bits(monkey
         assert len(feature.member_chunks(5, per_copy)) == -(-5 // copies)
         for a, b in zip(measured(), whole):
             assert torch.equal(a, b)
-    # a chunk's model is a view of the ensemble's copies, without gradient
-    sub = model.members(1, 3)
-    assert sub.E == 2 and sub.W.data_ptr() == model.W[1].data_ptr() and not sub.W.requires_grad
-    assert torch.equal(sub(test.x[1:3]), model(test.x)[1:3])
+    # a chunk's model: the copies asked for, in that order, detached from the ensemble
+    sub = model.members([3, 1])
+    assert sub.E == 2 and torch.equal(sub.W, model.W[[3, 1]]) and sub.W.data_ptr() != model.W.data_ptr()
+    assert torch.equal(sub(test.x[[3, 1]]), model(test.x)[[3, 1]])
+    with torch.no_grad():
+        sub.W.zero_()
+    assert model.W.abs().sum() > 0

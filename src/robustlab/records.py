@@ -93,13 +93,9 @@ def dumps(obj: Any, **kw: Any) -> str:
     through here twice, into the store and into results.jsonl). Keys read the same either way
     (:func:`_key`)."""
     try:
-        return json.dumps(obj, allow_nan=False, default=_refuse, **kw)
+        return json.dumps(obj, allow_nan=False, **kw)
     except (TypeError, ValueError):
         return json.dumps(_clean(obj), allow_nan=False, **kw)
-
-
-def _refuse(obj: Any) -> Any:
-    raise TypeError(type(obj).__name__)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -135,7 +135,8 @@ class PGD(Attack):
             # ball ∩ box is itself a box: one fused clamp per step
             lo, hi = xr - threat.eps, xr + threat.eps
             if bounds is not None:
-                lo.clamp_(min=bounds[0]), hi.clamp_(max=bounds[1])
+                lo.clamp_(min=bounds[0])
+                hi.clamp_(max=bounds[1])
             box: tuple[torch.Tensor, ...] = (lo, hi)
         else:
             box = (xr,)

@@ -24,6 +24,7 @@ GEMM ``W (E, k·m, d) @ xᵀ (E, d, N·P)`` runs about twice as fast on CPU as `
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -175,14 +176,13 @@ class PatchCNN(nn.Module):
 
         return out, vjp
 
-    def members(self, start: int, stop: int) -> PatchCNN:
-        """Copies ``start … stop − 1`` as an ensemble of their own, sharing this one's weights
-        (a view, without gradient): for evaluating an ensemble a few copies at a time."""
-        sub = PatchCNN.__new__(PatchCNN)
+    def members(self, idx: Sequence[int]) -> PatchCNN:
+        """Copies ``idx`` as an ensemble of ``len(idx)``, in that order (detached copies), as
+        :meth:`robustlab.models.DeepMLP.members`: for evaluating an ensemble a few copies at a time."""
+        sub = copy.copy(self)  # the architecture's fields; the module state is rebuilt below
         nn.Module.__init__(sub)
-        sub.E, sub.k, sub.m, sub.d = stop - start, self.k, self.m, self.d
-        sub.activation, sub.q, sub.rho, sub.sigma0 = self.activation, self.q, self.rho, self.sigma0
-        sub.W = nn.Parameter(self.W.detach()[start:stop], requires_grad=False)
+        sub.W = nn.Parameter(self.W.detach()[list(idx)].clone())
+        sub.E = len(idx)
         return sub.train(self.training)
 
     @torch.no_grad()

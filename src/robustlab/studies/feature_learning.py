@@ -105,10 +105,9 @@ from ..train.feature import (
     METHODS,
     ClosedFormStep,
     FeatureTrainSpec,
+    by_copies,
     crossing_step,
     evaluate_patch_cnn,
-    member_chunks,
-    member_slice,
     pgd_accuracy,
     train_patch_cnn,
 )
@@ -272,12 +271,10 @@ def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, 
     * ``nonrobust_subspace``: δ_p in the span of the non-robust features (the paper's attack
       geometry): ε(v_j − v_y) on every patch.
     """
+    joined = by_copies(_threat_rows, model, (features, test), eps, names)
+    if joined is not None:  # a few copies at a time (the same numbers, in cache; see member_chunks)
+        return joined
     E = model.E
-    chunks = member_chunks(E, test.x[0].numel(), test.x.device)
-    if len(chunks) > 1:  # a few copies at a time (the same numbers, in cache; see member_chunks)
-        parts = [_threat_rows(model.members(a, b), member_slice(features, a, b), member_slice(test, a, b), eps, names)
-                 for a, b in chunks]
-        return {n: torch.cat([p[n] for p in parts]) for n in parts[0]}
     flat = Flat(model, E).eval()
     x, y = fold(test.x), fold(test.y)
     N = test.x.shape[1]

@@ -150,6 +150,22 @@ def member_slice(data, start: int, stop: int):
     return dataclasses.replace(data, **{f.name: getattr(data, f.name)[start:stop] for f in dataclasses.fields(data)})
 
 
+def by_copies(fn: Callable, model: PatchCNN, data: tuple, *args, **kw):
+    """``fn(model, *data, *args, **kw)`` a few copies at a time (:func:`member_chunks`, sized by
+    the test inputs, ``data[-1]``), its per-copy results — a tensor, or a tuple or dict of
+    tensors, each (E, …) — joined in copy order; None when the ensemble is one chunk."""
+    test = data[-1]
+    chunks = member_chunks(model.E, test.x[0].numel(), test.x.device)
+    if len(chunks) == 1:
+        return None
+    parts = [fn(model.members(range(a, b)), *(member_slice(d, a, b) for d in data), *args, **kw) for a, b in chunks]
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)
+    if isinstance(parts[0], dict):
+        return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+    return tuple(torch.cat(z) for z in zip(*parts))
+
+
 def _per_member(ok: torch.Tensor, E: int) -> torch.Tensor:
     return unfold(ok.float(), E).mean(1)  # (E*N,) -> (E,)
 
@@ -166,12 +182,10 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     robustness (gradient masking). NaN when ``with_pgd`` is False. Robust accuracy counts a
     point only if it is also correct when clean.
     """
+    joined = by_copies(evaluate_patch_cnn, model, (features, test), spec, generator, with_pgd=with_pgd)
+    if joined is not None:  # a few copies at a time: the same numbers (see member_chunks)
+        return joined
     E = model.E
-    chunks = member_chunks(E, test.x[0].numel(), test.x.device)
-    if len(chunks) > 1:  # a few copies at a time: the same numbers (see member_chunks)
-        parts = [evaluate_patch_cnn(model.members(a, b), member_slice(features, a, b), member_slice(test, a, b), spec,
-                                    generator, with_pgd=with_pgd) for a, b in chunks]
-        return tuple(torch.cat([p[i] for p in parts]) for i in range(3))
     flat = Flat(model, E).eval()
     x, y = fold(test.x), fold(test.y)
     with torch.no_grad():
@@ -198,10 +212,10 @@ def pgd_accuracy(model: PatchCNN, test: PatchData, spec: FeatureTrainSpec, gener
     ℓ∞ PGD at ``spec.eval_eps`` (margin loss, random start, step ``2.5 ε / steps``; NaN without
     steps, clean accuracy at ε = 0), the same numbers from the same generator, a few copies at
     a time (:func:`member_chunks`)."""
+    joined = by_copies(pgd_accuracy, model, (test,), spec, generator)
+    if joined is not None:
+        return joined
     E = model.E
-    chunks = member_chunks(E, test.x[0].numel(), test.x.device)
-    if len(chunks) > 1:
-        return torch.cat([pgd_accuracy(model.members(a, b), member_slice(test, a, b), spec, generator) for a, b in chunks])
     if spec.eval_eps == 0:
         with torch.no_grad():
             return (model(test.x).argmax(-1) == test.y).float().mean(1)
