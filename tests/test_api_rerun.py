@@ -229,3 +229,24 @@ def test_claims_do_not_depend_on_the_order_points_finished_in(tmp_path):
     for name in ("results.jsonl", "claims.json"):
         assert (b / name).read_bytes() == (a / name).read_bytes(), name
     assert load(b).equals(load(a))
+
+
+def test_rerun_names_a_different_cpu(tmp_path):
+    """A run records its CPU and the instruction set of torch's kernels; a rerun on another
+    CPU says so beside its byte comparison (there the last bits may differ)."""
+    a = tmp_path / "a"
+    assert main(["run", "smoke", "--set", "epochs=3", "--seeds", "1", "--out", str(a), "--quiet"]) == 0
+    m = json.loads((a / "manifest.json").read_text())
+    host = m["host"]
+    import torch
+
+    assert host["cpu"] and host["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    r = cli("rerun", a, "--out", tmp_path / "b", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "byte-identical to the original" in r.stdout and "note: recorded on" not in r.stdout
+    m["host"] = {**host, "cpu": "Another CPU", "cpu_capability": "AVX2" if host["cpu_capability"] != "AVX2" else "AVX512"}
+    (a / "manifest.json").write_text(json.dumps(m))
+    r = cli("rerun", a, "--out", tmp_path / "c", "--quiet")
+    assert r.returncode == 0, r.stderr
+    note = [line for line in r.stdout.splitlines() if line.startswith("note: recorded on Another CPU")]
+    assert len(note) == 1 and f"re-run on {host['cpu']} ({host['cpu_capability']} kernels)" in note[0]

@@ -292,6 +292,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
+    from . import records
     from .api import rerun
     from .report.html import claim_table_text, strict_failures
     from .sweep.runner import SweepOptions
@@ -302,6 +303,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
           + ("byte-identical to the original" if same else "DIFFERS from the original"))
+    then, now = (records.read_json(d / "manifest.json").get("host") or {} for d in (args.dir, run.out))
+    cpu = [(h.get("cpu"), h.get("cpu_capability")) for h in (then, now)]
+    if None not in cpu[0] and cpu[0] != cpu[1]:
+        print(f"note: recorded on {cpu[0][0]} ({cpu[0][1]} kernels), re-run on {cpu[1][0]} ({cpu[1][1]} "
+              "kernels): the CPU kernels sum in the order their instruction set suits, so results can "
+              "differ in the last bits, and trained networks further")
     if args.strict and strict_failures(run.claims):
         return 1
     return 0

@@ -179,9 +179,27 @@ def code_version() -> dict[str, Any]:
     return {"git_commit": commit, "dirty": dirty}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else the platform's word for it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def host_info() -> dict[str, Any]:
+    """Where a run ran. ``cpu_capability`` is the instruction set PyTorch's CPU kernels run
+    with (``AVX2``, ``AVX512``, ...): it and the CPU model decide which kernels oneDNN and the
+    BLAS pick, and so the order in which they sum; two hosts that differ there can give results
+    that differ in the last bits, and trained networks further."""
+    import torch
+
     return {"hostname": socket.gethostname(), "platform": platform.platform(),
-            "cpu_count": os.cpu_count(), "machine": platform.machine()}
+            "cpu_count": os.cpu_count(), "machine": platform.machine(), "cpu": cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def now_iso() -> str:

@@ -616,7 +616,8 @@ def render_report(sections: list[StudySection], *, root: Path, title: str,
     host = meta.get("host") or first.get("host") or {}
     foot = [f"packages: {_esc(_versions_text(env))}"]
     if host:
-        foot.append(f"host: {_esc(host.get('platform', ''))}, {_esc(host.get('cpu_count', '?'))} CPUs")
+        cpu = f" ({host['cpu']}, {host['cpu_capability']} kernels)" if host.get("cpu_capability") else ""
+        foot.append(f"host: {_esc(host.get('platform', ''))}, {_esc(host.get('cpu_count', '?'))} CPUs{_esc(cpu)}")
     if meta.get("command"):
         foot.append(f"command: <code>{_esc(meta['command'])}</code>")
     foot.append("rebuild from the saved results with <code>robustlab report DIR</code>")
