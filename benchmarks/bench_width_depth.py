@@ -9,11 +9,10 @@
    update fused into the weight-gradient product) against autograd, as a fraction of the
    matmul rate, at the widths >= 256 where the products dominate.
 4. Grid throughput: one epoch of every point of the ``quick`` preset's grid (ensembles of its
-   3 seeds), as training FLOP/s and as a fraction of the matmul rate; and the widest model
-   alone as that fraction.
+   seeds, 5 or 7 a point), as training FLOP/s and as a fraction of the matmul rate; and the widest model
+   alone as that fraction. The same in steady state (the epochs a 5-epoch call adds to a
+   1-epoch one), as a study trains: its call's setup is paid once for all its epochs.
 5. Perturbation stability: the closed-form Jacobian norm against autograd.
-   The same in steady state (the epochs a 5-epoch call adds to a 1-epoch one), as a study
-   trains: its call's setup is paid once for all its epochs.
 6. ``stop_at_target``: copies that reached the target loss dropped from the batch (the
    default) against kept in it with a masked update, 8 seeds; the same stop epochs and
    weights equal to rounding, printed beside the times.
@@ -23,8 +22,9 @@
 
 Training FLOPs count the matrix products only: ``6 · N · Σ_l fan_in_l · fan_out_l`` per copy
 and epoch (forward 2, backward 4 multiply-adds per weight and sample). Run:
-``python benchmarks/bench_width_depth.py [--paper]`` (CPU, one thread, about a minute and a half). Times are CPU
-times of the process (robust to a shared machine), best of interleaved repeats.
+``python benchmarks/bench_width_depth.py [--paper]`` (CPU, one thread, about a minute and a
+half). Times are CPU times of the process (robust to a shared machine), best of interleaved
+repeats.
 """
 
 from __future__ import annotations

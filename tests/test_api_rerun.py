@@ -234,12 +234,12 @@ def test_claims_do_not_depend_on_the_order_points_finished_in(tmp_path):
 def test_rerun_names_a_different_cpu(tmp_path):
     """A run records its CPU and the instruction set of torch's kernels; a rerun on another
     CPU says so beside its byte comparison (there the last bits may differ)."""
+    import torch
+
     a = tmp_path / "a"
     assert main(["run", "smoke", "--set", "epochs=3", "--seeds", "1", "--out", str(a), "--quiet"]) == 0
     m = json.loads((a / "manifest.json").read_text())
     host = m["host"]
-    import torch
-
     assert host["cpu"] and host["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     r = cli("rerun", a, "--out", tmp_path / "b", "--quiet")
     assert r.returncode == 0, r.stderr

@@ -239,8 +239,9 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
 def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet: bool = False,
           workers: int = 1, backend: str = "local") -> Run:
     """Re-execute the run in ``src`` from its manifest: the same study, base config, grid,
-    seeds, thread count and device, into ``out`` (a new directory). On CPU its results.jsonl
-    is byte-identical to the original's."""
+    seeds, thread count and device, into ``out`` (a new directory). On a CPU of the kind the
+    record names (``host.cpu``, ``host.cpu_capability``) its results.jsonl is byte-identical to
+    the original's; another kind of CPU may sum in another order."""
     from .studies import external, get_study
     from .studies.base import execute, plan_from_manifest
     from .sweep.runner import SweepOptions
