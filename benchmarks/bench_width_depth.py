@@ -29,6 +29,8 @@ repeats.
 
 from __future__ import annotations
 
+import time
+
 import torch
 from _timing import best_times  # benchmarks/ is on sys.path when run as a script
 
@@ -59,12 +61,23 @@ def make_trainer(x, y, k, width, depth, E, epochs, *, ensemble: bool, backprop: 
     return run_ensemble if ensemble else run_loop
 
 
-def make_training(x, y, k, width, depth, E, epochs, backprop: str):
-    """Train one prebuilt ensemble for ``epochs`` per call (it keeps training across calls)."""
-    spec = SGDSpec(epochs=epochs, lr=0.01, batch_size=20, momentum=0.9)
+def make_epochs(x, y, k, width, depth, E, *, batch: int = 20, backprop: str = "auto"):
+    """``epochs ↦`` train one prebuilt ensemble that many more epochs in one call (it keeps
+    training across calls)."""
     m = DeepMLP(x.shape[1], width, depth, k, generators=[make_generator(s, "b") for s in range(E)])
     gens = [make_generator(s, "o") for s in range(E)]
-    return lambda: train_supervised(m, x, y, spec, generators=gens, backprop=backprop)
+
+    def run(epochs: int) -> None:
+        spec = SGDSpec(epochs=epochs, lr=0.01, batch_size=batch, momentum=0.9)
+        train_supervised(m, x, y, spec, generators=gens, backprop=backprop)
+
+    return run
+
+
+def make_training(x, y, k, width, depth, E, epochs, backprop: str):
+    """Train one prebuilt ensemble for ``epochs`` per call."""
+    run = make_epochs(x, y, k, width, depth, E, backprop=backprop)
+    return lambda: run(epochs)
 
 
 def make_products(d, k, width, depth, E, B, steps):
@@ -174,25 +187,15 @@ def main(paper: bool = False) -> None:
         bench_paper_shapes(rate)
 
 
-def make_epochs(x, y, k, width, depth, E, *, batch):
-    """``epochs ↦`` CPU seconds to train one prebuilt ensemble that many more epochs in one call."""
-    import time
-
-    m = DeepMLP(x.shape[1], width, depth, k, generators=[make_generator(s, "b") for s in range(E)])
-    gens = [make_generator(s, "o") for s in range(E)]
-
-    def run(epochs: int) -> float:
-        spec = SGDSpec(epochs=epochs, lr=0.01, batch_size=batch, momentum=0.9)
+def marginal_epochs(run, short: int, long: int) -> float:
+    """CPU seconds of the ``long - short`` epochs a ``long``-epoch call of ``run`` adds to a
+    ``short`` one."""
+    def cpu_seconds(epochs: int) -> float:
         t0 = time.process_time()
-        train_supervised(m, x, y, spec, generators=gens)
+        run(epochs)
         return time.process_time() - t0
 
-    return run
-
-
-def marginal_epochs(run, short: int, long: int) -> float:
-    """CPU seconds of the ``long - short`` epochs a ``long``-epoch call adds to a ``short`` one."""
-    return run(long) - run(short)
+    return cpu_seconds(long) - cpu_seconds(short)
 
 
 def bench_paper_shapes(rate: float) -> None:

@@ -303,7 +303,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
           + ("byte-identical to the original" if same else "DIFFERS from the original"))
-    then, now = (records.read_json(d / "manifest.json").get("host") or {} for d in (args.dir, run.out))
+    then = records.read_json(args.dir / "manifest.json").get("host") or {}
+    now = run.manifest.get("host") or {}
     cpu = [(h.get("cpu"), h.get("cpu_capability")) for h in (then, now)]
     if None not in cpu[0] and cpu[0] != cpu[1]:
         print(f"note: recorded on {cpu[0][0]} ({cpu[0][1]} kernels), re-run on {cpu[1][0]} ({cpu[1][1]} "
