@@ -140,6 +140,59 @@ def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(m
     assert e["floor_seconds"] is None and e["flops"] is None
 
 
+def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
+    """With a cost model and a probe, the costlier half of the groups gets its own time per
+    FLOP: its group at the middle of its FLOPs runs whole where the cheaper half's rate says
+    it is quick, its costliest through probes of 8 and 16 steps, whose difference is the warm
+    time per FLOP and whose rest is the group's setup. A fake clock makes every time exact."""
+    import dataclasses
+    import types
+
+    from robustlab.studies import base, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    unit = {0.05: 1.0, 0.1: 1.0, 0.2: 1.0, 0.3: 2.0, 0.4: 3.0, 0.8: 1e9}  # FLOPs per seed and epoch
+    per_epoch = {0.05: 0.01, 0.1: 0.01, 0.2: 0.01, 0.3: 0.02, 0.4: 0.03, 0.8: 100.0}  # seconds per group epoch
+    study = dataclasses.replace(get_study("smoke"), cost=lambda c: unit[c.lr] * c.epochs,
+                                probe=lambda c, steps: dataclasses.replace(c, epochs=steps))
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.3,0.4,0.8"], n_seeds=2)
+    now, ran = [0.0], []
+
+    def fake_sweep(pts, *a, **k):  # a group takes 1 s of setup and its epochs
+        ran.append((pts[0].lr, pts[0].epochs))
+        now[0] += 1.0 + per_epoch[pts[0].lr] * pts[0].epochs
+
+    monkeypatch.setattr(base, "run_sweep", fake_sweep)
+    monkeypatch.setattr(base, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr("robustlab.utils.matmul_rate", lambda threads=None: 1e30)
+    e = base.estimate(p, SweepOptions(workers=2), samples=3)
+    # the cheaper half whole; of the costlier (0.3, 0.4, 0.8), 0.8 holds the middle of its FLOPs
+    # and is the costliest: probed, never run whole
+    assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.8, 8), (0.8, 16)]
+    assert (e["sampled_groups"], e["probed_groups"]) == (3, 1)
+    cheap_s, cheap_f = 3 * (1 + 0.3), 3 * 2 * 30.0
+    heavy_f = 2 * 30 * (2.0 + 3.0 + 1e9)
+    # probes: warm rate 800 s / (2 * 8e9 FLOPs); setup 1 s; the group: 1 + 100 * 30 s
+    heavy_s = 1 + 100.0 * 30
+    assert e["estimate_seconds"] == pytest.approx((cheap_s / cheap_f * cheap_f + heavy_s / (2 * 30 * 1e9) * heavy_f) / 2)
+    assert e["sample_seconds"] == pytest.approx(cheap_s + (1 + 800) + (1 + 1600))
+    # a costlier half quick enough to run whole: no probe
+    ran.clear()
+    unit[0.8], per_epoch[0.8] = 4.0, 0.04
+    e = base.estimate(p, SweepOptions(workers=2), samples=3)
+    assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.4, 30), (0.8, 30)]  # 0.4: the middle of 2+3+4
+    assert (e["sampled_groups"], e["probed_groups"]) == (5, 0)
+    heavy_s, heavy_t = (1 + 0.9) + (1 + 1.2), 2 * 30 * (3.0 + 4.0)
+    assert e["estimate_seconds"] == pytest.approx((cheap_s + heavy_s / heavy_t * 2 * 30 * 9.0) / 2)
+    # without a probe, a costliest group too slow to run whole leaves the cheaper half's rate
+    ran.clear()
+    unit[0.8], per_epoch[0.8] = 1e9, 100.0
+    e = base.estimate(dataclasses.replace(p, study=dataclasses.replace(study, probe=None)), SweepOptions(workers=2),
+                      samples=3)
+    assert ran == [(0.05, 30), (0.1, 30), (0.2, 30)] and e["probed_groups"] == 0
+    assert e["estimate_seconds"] == pytest.approx(cheap_s / cheap_f * 2 * 30 * (3 + 2 + 3 + 1e9) / 2)
+
+
 def test_dry_run_with_weights_samples_across_them_and_scales_by_weight(monkeypatch):
     """A study that weighs its points (no FLOPs): the samples are spread over the groups ranked
     by weight, the lightest and the heaviest included, and the estimate scales their time per

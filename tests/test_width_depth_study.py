@@ -133,6 +133,27 @@ def test_point_flops_from_the_size_table_equal_those_from_the_data():
     assert W.point_flops(W.WidthDepthInitConfig(**{**TINY, "arch": "cnn"})) is None
 
 
+def test_probe_keeps_the_step_shapes_and_its_lengths_differ_only_in_steps():
+    """--dry-run's probe of a point: the same model and minibatch size, PROBE_BATCHES
+    minibatches an epoch, epochs for the steps asked; two lengths differ in epochs alone, so
+    their FLOPs differ by the steps between them. Every paper point has a valid probe."""
+    study = get_study("width-depth-init")
+    assert study.probe is W.probe_point
+    for c in plan(study, preset="paper").points:
+        a, b = W.probe_point(c, 8), W.probe_point(c, 16)
+        assert (a.width, a.depth, a.init, a.batch_size, a.lr, a.classes, a.output) == \
+            (c.width, c.depth, c.init, c.batch_size, c.lr, c.classes, c.output)
+        assert a.n_train == b.n_train == min(W._n_train(c), W.PROBE_BATCHES * c.batch_size)
+        assert a.mc_samples == 0 and a.target_loss == 0 and a.early_epoch == 0 and a.n_test == 16
+        if a.n_train == W.PROBE_BATCHES * c.batch_size:
+            assert (a.epochs, b.epochs) == (1, 2)
+            per_step = W.point_flops(c) / c.epochs / (W._n_train(c) / c.batch_size)
+            assert W.point_flops(b) - W.point_flops(a) == pytest.approx(8 * per_step)
+    # a point with fewer points than PROBE_BATCHES minibatches: more epochs over all of them
+    small = W.WidthDepthInitConfig(**TINY)  # 60 points, batch 20: 3 steps an epoch
+    assert (W.probe_point(small, 8).n_train, W.probe_point(small, 8).epochs, W.probe_point(small, 16).epochs) == (60, 3, 5)
+
+
 def test_run_points_rows_and_mc_against_exact():
     out = W.run_points(cfgs(2, width=16, depth=2, init="he", mc_samples=400, mc_points=20, mc_width=16,
                             target_loss=1.5))

@@ -171,6 +171,8 @@ def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = Non
         if e["floor_seconds"] is not None:
             floors.append(e)
         note = f"  ({e['sample_failed']} sampled points failed)" if e["sample_failed"] else ""
+        if e.get("probed_groups"):
+            note += f"  (and {e['probed_groups']} probed)"
         print(f"{e['study']:<18}{e['to_run']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
               f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
               flush=True)
@@ -181,8 +183,9 @@ def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = Non
         print(f"{e['study']}: {e['flops'] / 1e12:.1f} TFLOP of matrix products; at {where} that alone takes "
               f"{_fmt_seconds(e['floor_seconds'])}: a floor under any run of this grid here")
     print(f"estimated wall time: {_fmt_seconds(total)} (the sampled groups' time per group, per unit of weight "
-          "where a study weighs its points, or per FLOP where it counts them, x the whole run / parallel workers; "
-          "on a GPU a fixed time per group plus the floor; rough where a point's cost varies along the grid)")
+          "where a study weighs its points, or per FLOP where it counts them (the costlier half of the groups at "
+          "its own rate, timed whole or by short probes), x the whole run / parallel workers; on a GPU a fixed "
+          "time per group plus the floor; rough where a point's cost varies along the grid)")
     return 0
 
 

@@ -147,6 +147,13 @@ class Study:
     # several workers share a run (their order does not change the results); where it is
     # None, ``cost`` serves, and with neither the groups run in the plan's order
     weight: Callable[[Config], float | None] | None = None
+    # with ``cost``: ``probe(point, steps)``, the point's training cut short to ``steps``
+    # steps with the same products per step (and its measurements made small), its FLOPs
+    # counted by ``cost`` too. ``--dry-run`` times it at two lengths in place of a group too
+    # costly to run whole, which gives this machine's time per FLOP at the shapes of the
+    # run's costliest groups (the cheaper groups' small products run far slower); None:
+    # those groups take the cheaper ones' time per FLOP
+    probe: Callable[[Config, int], Config] | None = None
     # where the study comes from, set by the loader (see studies/external.py); None: built-in
     origin: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
 
@@ -454,18 +461,25 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     that is deleted afterwards.
 
     * Where the study counts each point's FLOPs (``Study.cost``), the samples are drawn from
-      the cheaper half of the groups (a paper grid's widest group can take hours alone), the
-      estimate is the sampled seconds per FLOP × the run's FLOPs / the workers, and
-      ``floor_seconds`` is the run's FLOPs at the machine's measured matmul rate
-      (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) / the workers,
-      or with ``device=cuda`` at the GPU's rate, once (the local workers share one GPU):
-      a run dominated by large products cannot finish sooner on this machine. Small points
-      run below that rate, so the estimate leans high where the cost sits in large points;
-      it is never below the floor. On a GPU, where a small group's time is mostly fixed
-      (launches, evaluation), the estimate is instead the samples' fixed time per group ×
-      the groups / the workers, plus the floor: it leans low where large products run below
-      the GPU's square-matmul rate (the width-depth-init paper grid on one H100, 4 workers:
-      estimated 3.9 min, measured 7.2 min of sweep; time per FLOP of the samples said 3.0 h).
+      the cheaper half of the groups (a paper grid's widest group can take hours alone), and
+      their seconds per FLOP × the cheaper half's FLOPs is that half's time. The costlier
+      half gets its own seconds per FLOP, from the group at the middle of its FLOPs and its
+      costliest (:func:`_time_costly_half`): each runs whole where the cheaper half's rate
+      says it is quick, and otherwise through the study's probe (``Study.probe``) at two
+      lengths, whose difference is a step's time at those shapes with the memory warm. With
+      neither (no probe), the cheaper half's seconds per FLOP serve for every group, which
+      leans far high where the cost sits in large products (the width-depth-init paper grid
+      on 11-25: 31 h, where its probes say 14 h; its ``paper-width`` slice 37 min for 5.5
+      measured, with the probes 5.6 min). The estimate is the two halves' time / the
+      workers, and never below ``floor_seconds``: the run's FLOPs at the machine's measured
+      matmul rate (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) /
+      the workers, or with ``device=cuda`` at the GPU's rate, once (the local workers share
+      one GPU): a run dominated by large products cannot finish sooner on this machine. On a
+      GPU, where a small group's time is mostly fixed (launches, evaluation), the estimate is
+      instead the samples' fixed time per group × the groups / the workers, plus the floor:
+      it leans low where large products run below the GPU's square-matmul rate (the
+      width-depth-init paper grid on one H100, 4 workers: estimated 3.9 min, measured 7.2
+      min of sweep; time per FLOP of the samples had said 3.0 h).
     * Where the study weighs its points (``Study.weight``, the relative cost that orders a
       parallel run), the samples are spread evenly over the groups ranked by weight (the
       lightest and the heaviest included), and the estimate is the sampled seconds per unit
@@ -486,7 +500,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         "study": study.name, "points": len(plan_.points), "to_run": sum(len(g) for g in groups),
         "groups": len(groups), "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0,
         "sample_failed": 0, "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
-        "floor_device": None, "floor_parallel": None, "estimate_seconds": 0.0}
+        "floor_device": None, "floor_parallel": None, "probed_groups": 0, "estimate_seconds": 0.0}
     if not groups:  # everything is finished already
         return out
 
@@ -505,8 +519,11 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     if weights is not None and not sum(weights) > 0:
         weights = None
     k = max(1, min(samples, len(groups)))
+    heavy: list[int] = []  # with a cost model: the costlier half, never sampled whole blindly
     if costs is not None:  # the cheaper half, in order of cost
-        pool = sorted(range(len(groups)), key=costs.__getitem__)[:max(k, (len(groups) + 1) // 2)]
+        ranked = sorted(range(len(groups)), key=costs.__getitem__)
+        pool = ranked[:max(k, (len(groups) + 1) // 2)]
+        heavy = ranked[len(pool):]
     elif weights is not None:  # every group, in order of weight
         pool = sorted(range(len(groups)), key=weights.__getitem__)
     else:
@@ -515,17 +532,27 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     picked = [groups[i] for i in picked_i]
     sample = [p for g in picked for p in g]
     one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
+    from ..utils import matmul_rate, resolve_device
+
+    device = resolve_device(options.device)
     seconds = 0.0
+    heavy_part: tuple[float, float, float, int, int] | None = None
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp, \
             Store(Path(tmp) / "store.sqlite") as store:
-        for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
+        def timed(points: list[Config], said: str) -> float:
             t0 = time.perf_counter()
-            run_sweep(g, study.run_points, store, one, ensemble=study.ensemble,
+            run_sweep(points, study.run_points, store, one, ensemble=study.ensemble,
                       max_group=study.max_ensemble, label=f"{study.name} (dry run)")
-            seconds += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
             if say is not None:
-                say(f"{study.name}: sampled group {i}/{len(picked)} ({len(g)} points) in "
-                    f"{time.perf_counter() - t0:.1f} s")
+                say(f"{study.name}: {said} in {dt:.1f} s")
+            return dt
+
+        for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
+            seconds += timed(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")
+        if heavy and device.type != "cuda":
+            heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sum(costs[i] for i in picked_i),
+                                           timed)
         failed = len(store.failures())
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
@@ -538,10 +565,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         else:
             out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
         return out
-    from ..utils import matmul_rate, resolve_device
 
     total, sampled = sum(costs), sum(costs[i] for i in picked_i)
-    device = resolve_device(options.device)
     if device.type == "cuda":
         # The local workers all use one GPU: its rate, once, bounds the whole run. A GPU runs a
         # small group far below that rate (kernel launches, evaluation and Python dominate), so
@@ -554,10 +579,77 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     else:
         rate, floor_parallel = matmul_rate(threads=options.threads), parallel
         guess = seconds / sampled * total / parallel
+        if heavy_part is not None:  # the costlier half at its own time per FLOP
+            h_seconds, h_flops, spent, whole, probed = heavy_part
+            h_total = sum(costs[i] for i in heavy)
+            guess = (seconds / sampled * (total - h_total) + h_seconds / h_flops * h_total) / parallel
+            out.update(sampled_groups=len(picked) + whole, probed_groups=probed,
+                       sample_seconds=seconds + spent)
     out.update(flops=total, matmul_gflops=rate / 1e9, floor_device=device.type, floor_parallel=floor_parallel,
                floor_seconds=total / rate / floor_parallel,
                estimate_seconds=max(guess, total / rate / floor_parallel))
     return out
+
+
+# a costlier-half group that the cheaper half's time per FLOP says takes at most this long is
+# timed whole by --dry-run; a longer one through its probes (Study.probe) at PROBE_STEPS and
+# twice that many steps
+WHOLE_SAMPLE_SECONDS = 30.0
+PROBE_STEPS = 8
+
+
+def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[float], heavy: list[int],
+                      per_flop: float, timed: Callable[[list[Config], str], float]) -> tuple[float, float, float, int, int] | None:
+    """The time the costlier half of a run's groups (``heavy``, indices in order of cost)
+    takes per FLOP, from the group at the middle of its FLOPs and its costliest; returns ``(their seconds, their
+    FLOPs, the seconds spent timing them, groups run whole, groups probed)``, or None when a pick can be neither run whole
+    nor probed (no :attr:`Study.probe`, or a probe ``cost`` cannot count) and the cheaper
+    half's time per FLOP serves for the whole run.
+
+    A pick runs whole where the cheaper half's time per FLOP (``per_flop``, an upper bound
+    there: small products run slower) puts it within :data:`WHOLE_SAMPLE_SECONDS`. Otherwise
+    its probes run at :data:`PROBE_STEPS` and twice as many steps: the difference of their
+    times over the difference of their FLOPs is a step's time per FLOP once the memory is
+    warm (the first steps of a large ensemble fault in its weights and buffers), and what the
+    shorter probe took beyond its steps is the group's setup (initialisation, evaluation);
+    the group then counts as that setup plus its own FLOPs at the warm rate."""
+    # the group where the costlier half's cumulative FLOPs pass half their sum: the middle
+    # of its FLOPs, not of its groups (a paper grid's FLOPs sit in its last few groups)
+    cum = list(itertools.accumulate(costs[i] for i in heavy))
+    middle = heavy[next(j for j, c in enumerate(cum) if c >= cum[-1] / 2)]
+    picks = sorted({middle, heavy[-1]}, key=costs.__getitem__)
+    todo: list[tuple[int, list[list[Config]], list[float]]] = []
+    for i in picks:
+        if per_flop * costs[i] <= WHOLE_SAMPLE_SECONDS:
+            todo.append((i, [groups[i]], [costs[i]]))
+            continue
+        if study.probe is None or study.cost is None:
+            return None
+        runs, flops = [], []
+        for steps in (PROBE_STEPS, 2 * PROBE_STEPS):
+            probes = [study.probe(c, steps) for c in groups[i]]
+            f = [study.cost(c) for c in probes]
+            if not all(v is not None and math.isfinite(v) and v > 0 for v in f):
+                return None
+            runs.append(probes)
+            flops.append(float(sum(f)))
+        if not flops[1] > flops[0]:
+            return None
+        todo.append((i, runs, flops))
+    seconds = flops_ = spent = 0.0
+    for n, (i, runs, flops) in enumerate(todo, 1):
+        what = f"costlier half: group {n}/{len(todo)} ({len(groups[i])} points"
+        if len(runs) == 1:
+            t = timed(runs[0], what + ", whole)")
+            seconds, spent = seconds + t, spent + t
+        else:
+            t1, t2 = (timed(r, what + f", its probe of {steps} steps)")
+                      for r, steps in zip(runs, (PROBE_STEPS, 2 * PROBE_STEPS)))
+            spent += t1 + t2
+            warm = max(0.0, t2 - t1) / (flops[1] - flops[0])
+            seconds += max(0.0, t1 - warm * flops[0]) + warm * costs[i]
+        flops_ += costs[i]
+    return seconds, flops_, spent, sum(len(r) == 1 for _, r, _ in todo), sum(len(r) == 2 for _, r, _ in todo)
 
 
 def finished_keys(plan_: Plan, out: Path, options: SweepOptions,

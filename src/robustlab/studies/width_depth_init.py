@@ -235,11 +235,31 @@ def point_flops(cfg: WidthDepthInitConfig) -> float | None:
         return None
     shape = SHAPES[cfg.dataset]
     side, k = cfg.size or shape.side, len(cfg.classes) or shape.classes
-    n_train = shape.n_train * k // shape.classes
-    if cfg.n_train:
-        n_train = min(n_train, cfg.n_train)
     dims = [shape.channels * side * side] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else k]
-    return 6.0 * n_train * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
+    return 6.0 * _n_train(cfg) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
+
+
+def _n_train(cfg: WidthDepthInitConfig) -> int:
+    """The training points a point uses, from the size table (as :func:`point_flops`)."""
+    shape = SHAPES[cfg.dataset]
+    n_train = shape.n_train * (len(cfg.classes) or shape.classes) // shape.classes
+    return min(n_train, cfg.n_train) if cfg.n_train else n_train
+
+
+PROBE_BATCHES = 8  # minibatches per epoch of a --dry-run probe
+
+
+def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig:
+    """``cfg`` cut to about ``steps`` minibatches of its size (``Study.probe``, for
+    ``--dry-run``): epochs over :data:`PROBE_BATCHES` minibatches of training points (fewer
+    if it has fewer), so every step multiplies the same shapes as the point's own training,
+    with 16 test points, no Monte Carlo estimate and no measurement at a target loss or an
+    early epoch. Probes of different lengths differ only in their epochs, so the difference
+    of their times is training alone."""
+    n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
+    epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
+    return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0,
+                               stop_at_target=False, early_epoch=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1370,4 +1390,5 @@ STUDY = Study(
     figures=figures,
     ensemble=True,
     cost=point_flops,
+    probe=probe_point,
 )
