@@ -169,7 +169,7 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     # the cheaper half whole; of the costlier (0.3, 0.4, 0.8), 0.8 holds the middle of its FLOPs
     # and is the costliest: probed, never run whole
     assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.8, 8), (0.8, 16)]
-    assert (e["sampled_groups"], e["probed_groups"]) == (3, 1)
+    assert (e["sampled_groups"], e["sampled_points"], e["probed_groups"]) == (3, 6, 1)
     cheap_s, cheap_f = 3 * (1 + 0.3), 3 * 2 * 30.0
     heavy_f = 2 * 30 * (2.0 + 3.0 + 1e9)
     # probes: warm rate 800 s / (2 * 8e9 FLOPs); setup 1 s; the group: 1 + 100 * 30 s
@@ -181,7 +181,7 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     unit[0.8], per_epoch[0.8] = 4.0, 0.04
     e = base.estimate(p, SweepOptions(workers=2), samples=3)
     assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.4, 30), (0.8, 30)]  # 0.4: the middle of 2+3+4
-    assert (e["sampled_groups"], e["probed_groups"]) == (5, 0)
+    assert (e["sampled_groups"], e["sampled_points"], e["probed_groups"]) == (5, 10, 0)
     heavy_s, heavy_t = (1 + 0.9) + (1 + 1.2), 2 * 30 * (3.0 + 4.0)
     assert e["estimate_seconds"] == pytest.approx((cheap_s + heavy_s / heavy_t * 2 * 30 * 9.0) / 2)
     # without a probe, a costliest group too slow to run whole leaves the cheaper half's rate

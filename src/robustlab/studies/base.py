@@ -536,7 +536,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
 
     device = resolve_device(options.device)
     seconds = 0.0
-    heavy_part: tuple[float, float, float, int, int] | None = None
+    heavy_part: _CostlyHalf | None = None
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp, \
             Store(Path(tmp) / "store.sqlite") as store:
         def timed(points: list[Config], said: str) -> float:
@@ -580,11 +580,11 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         rate, floor_parallel = matmul_rate(threads=options.threads), parallel
         guess = seconds / sampled * total / parallel
         if heavy_part is not None:  # the costlier half at its own time per FLOP
-            h_seconds, h_flops, spent, whole, probed = heavy_part
+            h = heavy_part
             h_total = sum(costs[i] for i in heavy)
-            guess = (seconds / sampled * (total - h_total) + h_seconds / h_flops * h_total) / parallel
-            out.update(sampled_groups=len(picked) + whole, probed_groups=probed,
-                       sample_seconds=seconds + spent)
+            guess = (seconds / sampled * (total - h_total) + h.seconds / h.flops * h_total) / parallel
+            out.update(sampled_groups=len(picked) + h.whole, sampled_points=len(sample) + h.whole_points,
+                       probed_groups=h.probed, sample_seconds=seconds + h.spent)
     out.update(flops=total, matmul_gflops=rate / 1e9, floor_device=device.type, floor_parallel=floor_parallel,
                floor_seconds=total / rate / floor_parallel,
                estimate_seconds=max(guess, total / rate / floor_parallel))
@@ -598,13 +598,22 @@ WHOLE_SAMPLE_SECONDS = 30.0
 PROBE_STEPS = 8
 
 
+@dataclasses.dataclass(frozen=True)
+class _CostlyHalf:
+    seconds: float  # the picked groups' time, measured whole or from their probes
+    flops: float  # their FLOPs
+    spent: float  # the seconds the dry-run spent timing them
+    whole: int  # groups run whole
+    whole_points: int  # their points
+    probed: int  # groups timed through their probes
+
+
 def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[float], heavy: list[int],
-                      per_flop: float, timed: Callable[[list[Config], str], float]) -> tuple[float, float, float, int, int] | None:
+                      per_flop: float, timed: Callable[[list[Config], str], float]) -> _CostlyHalf | None:
     """The time the costlier half of a run's groups (``heavy``, indices in order of cost)
-    takes per FLOP, from the group at the middle of its FLOPs and its costliest; returns ``(their seconds, their
-    FLOPs, the seconds spent timing them, groups run whole, groups probed)``, or None when a pick can be neither run whole
-    nor probed (no :attr:`Study.probe`, or a probe ``cost`` cannot count) and the cheaper
-    half's time per FLOP serves for the whole run.
+    takes per FLOP, from the group at the middle of its FLOPs and its costliest; None when a
+    pick can be neither run whole nor probed (no :attr:`Study.probe`, or a probe's ``cost``
+    cannot count it), and the cheaper half's time per FLOP then serves for the whole run.
 
     A pick runs whole where the cheaper half's time per FLOP (``per_flop``, an upper bound
     there: small products run slower) puts it within :data:`WHOLE_SAMPLE_SECONDS`. Otherwise
@@ -649,7 +658,8 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
             warm = max(0.0, t2 - t1) / (flops[1] - flops[0])
             seconds += max(0.0, t1 - warm * flops[0]) + warm * costs[i]
         flops_ += costs[i]
-    return seconds, flops_, spent, sum(len(r) == 1 for _, r, _ in todo), sum(len(r) == 2 for _, r, _ in todo)
+    whole = [i for i, r, _ in todo if len(r) == 1]
+    return _CostlyHalf(seconds, flops_, spent, len(whole), sum(len(groups[i]) for i in whole), len(todo) - len(whole))
 
 
 def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
