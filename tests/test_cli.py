@@ -144,7 +144,8 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     """With a cost model and a probe, the costlier half of the groups gets its own time per
     FLOP: its group at the middle of its FLOPs runs whole where the cheaper half's rate says
     it is quick, its costliest through probes of 8 and 16 steps, whose difference is the warm
-    time per FLOP and whose rest is the group's setup. A fake clock makes every time exact."""
+    time per FLOP and whose rest is the group's setup; no estimate is shorter than that
+    costliest group. A fake clock makes every time exact."""
     import dataclasses
     import types
 
@@ -174,7 +175,9 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     heavy_f = 2 * 30 * (2.0 + 3.0 + 1e9)
     # probes: warm rate 800 s / (2 * 8e9 FLOPs); setup 1 s; the group: 1 + 100 * 30 s
     heavy_s = 1 + 100.0 * 30
-    assert e["estimate_seconds"] == pytest.approx((cheap_s / cheap_f * cheap_f + heavy_s / (2 * 30 * 1e9) * heavy_f) / 2)
+    # the two halves over 2 workers: 1504 s; but the costliest group runs on one worker alone
+    assert (cheap_s / cheap_f * cheap_f + heavy_s / (2 * 30 * 1e9) * heavy_f) / 2 < heavy_s
+    assert e["estimate_seconds"] == pytest.approx(heavy_s)
     assert e["sample_seconds"] == pytest.approx(cheap_s + (1 + 800) + (1 + 1600))
     # a costlier half quick enough to run whole: no probe
     ran.clear()

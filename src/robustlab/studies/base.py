@@ -471,7 +471,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
       leans far high where the cost sits in large products (the width-depth-init paper grid
       on 11-25: 31 h, where its probes say 14 h; its ``paper-width`` slice 37 min for 5.5
       measured, with the probes 5.6 min). The estimate is the two halves' time / the
-      workers, and never below ``floor_seconds``: the run's FLOPs at the machine's measured
+      workers, or the costliest group's time where that is longer (a group runs on one
+      worker), and never below ``floor_seconds``: the run's FLOPs at the machine's measured
       matmul rate (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) /
       the workers, or with ``device=cuda`` at the GPU's rate, once (the local workers share
       one GPU): a run dominated by large products cannot finish sooner on this machine. On a
@@ -582,7 +583,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         if heavy_part is not None:  # the costlier half at its own time per FLOP
             h = heavy_part
             h_total = sum(costs[i] for i in heavy)
-            guess = (seconds / sampled * (total - h_total) + h.seconds / h.flops * h_total) / parallel
+            guess = max((seconds / sampled * (total - h_total) + h.seconds / h.flops * h_total) / parallel,
+                        h.longest)
             out.update(sampled_groups=len(picked) + h.whole, sampled_points=len(sample) + h.whole_points,
                        probed_groups=h.probed, sample_seconds=seconds + h.spent)
     out.update(flops=total, matmul_gflops=rate / 1e9, floor_device=device.type, floor_parallel=floor_parallel,
@@ -601,6 +603,7 @@ PROBE_STEPS = 8
 @dataclasses.dataclass(frozen=True)
 class _CostlyHalf:
     seconds: float  # the picked groups' time, measured whole or from their probes
+    longest: float  # of them, the costliest group's: no worker can split a group
     flops: float  # their FLOPs
     spent: float  # the seconds the dry-run spent timing them
     whole: int  # groups run whole
@@ -645,21 +648,24 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
         if not flops[1] > flops[0]:
             return None
         todo.append((i, runs, flops))
-    seconds = flops_ = spent = 0.0
+    seconds = flops_ = spent = t = 0.0
     for n, (i, runs, flops) in enumerate(todo, 1):
         what = f"costlier half: group {n}/{len(todo)} ({len(groups[i])} points"
         if len(runs) == 1:
             t = timed(runs[0], what + ", whole)")
-            seconds, spent = seconds + t, spent + t
+            spent += t
         else:
             t1, t2 = (timed(r, what + f", its probe of {steps} steps)")
                       for r, steps in zip(runs, (PROBE_STEPS, 2 * PROBE_STEPS)))
             spent += t1 + t2
             warm = max(0.0, t2 - t1) / (flops[1] - flops[0])
-            seconds += max(0.0, t1 - warm * flops[0]) + warm * costs[i]
+            t = max(0.0, t1 - warm * flops[0]) + warm * costs[i]
+        seconds += t
         flops_ += costs[i]
     whole = [i for i, r, _ in todo if len(r) == 1]
-    return _CostlyHalf(seconds, flops_, spent, len(whole), sum(len(groups[i]) for i in whole), len(todo) - len(whole))
+    # the picks run in order of cost: the last is the costliest group, `t` its time
+    return _CostlyHalf(seconds, t, flops_, spent, len(whole), sum(len(groups[i]) for i in whole),
+                       len(todo) - len(whole))
 
 
 def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
