@@ -143,8 +143,8 @@ def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(m
 def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     """With a cost model and a probe, the costlier half of the groups gets its own time per
     FLOP: its group at the middle of its FLOPs runs whole where the cheaper half's rate says
-    it is quick, its costliest through probes of 8 and 16 steps, whose difference is the warm
-    time per FLOP and whose rest is the group's setup; no estimate is shorter than that
+    it is quick, its costliest through probes of 8 and 16 steps (after a one-step warm-up),
+    whose difference is the warm time per FLOP and whose rest is the group's setup; no estimate is shorter than that
     costliest group. A fake clock makes every time exact."""
     import dataclasses
     import types
@@ -169,7 +169,7 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     e = base.estimate(p, SweepOptions(workers=2), samples=3)
     # the cheaper half whole; of the costlier (0.3, 0.4, 0.8), 0.8 holds the middle of its FLOPs
     # and is the costliest: probed, never run whole
-    assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.8, 8), (0.8, 16)]
+    assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.8, 1), (0.8, 8), (0.8, 16)]  # a warm-up first
     assert (e["sampled_groups"], e["sampled_points"], e["probed_groups"]) == (3, 6, 1)
     cheap_s, cheap_f = 3 * (1 + 0.3), 3 * 2 * 30.0
     heavy_f = 2 * 30 * (2.0 + 3.0 + 1e9)
@@ -178,7 +178,15 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     # the two halves over 2 workers: 1504 s; but the costliest group runs on one worker alone
     assert (cheap_s / cheap_f * cheap_f + heavy_s / (2 * 30 * 1e9) * heavy_f) / 2 < heavy_s
     assert e["estimate_seconds"] == pytest.approx(heavy_s)
-    assert e["sample_seconds"] == pytest.approx(cheap_s + (1 + 800) + (1 + 1600))
+    assert e["sample_seconds"] == pytest.approx(cheap_s + (1 + 100) + (1 + 800) + (1 + 1600))
+    # a step too quick to tell from the setup's noise in 8 more steps: the pair runs 4x, then
+    # 16x as long, until the longer probe's extra time is a quarter of the shorter's
+    ran.clear()
+    per_epoch[0.8] = 0.01
+    e = base.estimate(p, SweepOptions(workers=2), samples=3)
+    assert ran[3:] == [(0.8, 1), (0.8, 8), (0.8, 16), (0.8, 32), (0.8, 64), (0.8, 128), (0.8, 256)]
+    assert e["estimate_seconds"] == pytest.approx(max((cheap_s + (1 + 0.3) / (2 * 30 * 1e9) * heavy_f) / 2, 1.3))
+    per_epoch[0.8] = 100.0
     # a costlier half quick enough to run whole: no probe
     ran.clear()
     unit[0.8], per_epoch[0.8] = 4.0, 0.04
@@ -194,6 +202,27 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
                       samples=3)
     assert ran == [(0.05, 30), (0.1, 30), (0.2, 30)] and e["probed_groups"] == 0
     assert e["estimate_seconds"] == pytest.approx(cheap_s / cheap_f * 2 * 30 * (3 + 2 + 3 + 1e9) / 2)
+
+
+def test_dry_run_runs_every_probe_even_where_two_are_the_same_point(monkeypatch):
+    """Each timing has a store of its own: a store skips the points it holds, and a study's
+    one-step warm-up may be the same point as its shortest probe (both one epoch)."""
+    import dataclasses
+
+    from robustlab.studies import base, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    smoke = get_study("smoke")
+    calls = []
+    study = dataclasses.replace(
+        smoke, cost=lambda c: (1e15 if c.lr == 0.8 else 1.0) * c.epochs,
+        probe=lambda c, steps: dataclasses.replace(c, epochs=max(1, steps // 8)),
+        run_points=lambda cfgs, device="cpu": (calls.append((cfgs[0].lr, cfgs[0].epochs)), smoke.run_points(cfgs, device))[1])
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.3,0.4,0.8"], n_seeds=1)
+    e = base.estimate(p, SweepOptions(workers=1), samples=3)
+    probed = [ep for lr, ep in calls if lr == 0.8]
+    assert probed[:3] == [1, 1, 2] and e["probed_groups"] == 1  # the warm-up, then 8 and 16 steps
+    assert 30 not in probed  # never the whole group
 
 
 def test_dry_run_with_weights_samples_across_them_and_scales_by_weight(monkeypatch):

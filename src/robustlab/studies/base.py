@@ -538,13 +538,18 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     device = resolve_device(options.device)
     seconds = 0.0
     heavy_part: _CostlyHalf | None = None
-    with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp, \
-            Store(Path(tmp) / "store.sqlite") as store:
+    failed, serial = 0, itertools.count()
+    with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp:
         def timed(points: list[Config], said: str) -> float:
-            t0 = time.perf_counter()
-            run_sweep(points, study.run_points, store, one, ensemble=study.ensemble,
-                      max_group=study.max_ensemble, label=f"{study.name} (dry run)")
-            dt = time.perf_counter() - t0
+            # each timing in a store of its own: a store skips the points it holds, and a
+            # probe may equal another (a one-step warm-up and a one-epoch probe)
+            nonlocal failed
+            with Store(Path(tmp) / f"{next(serial)}.sqlite") as store:
+                t0 = time.perf_counter()
+                run_sweep(points, study.run_points, store, one, ensemble=study.ensemble,
+                          max_group=study.max_ensemble, label=f"{study.name} (dry run)")
+                dt = time.perf_counter() - t0
+                failed += len(store.failures())
             if say is not None:
                 say(f"{study.name}: {said} in {dt:.1f} s")
             return dt
@@ -554,7 +559,6 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         if heavy and device.type != "cuda":
             heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sum(costs[i] for i in picked_i),
                                            timed)
-        failed = len(store.failures())
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
     out.update(sampled_groups=len(picked), sampled_points=len(sample), sample_seconds=seconds,
@@ -595,9 +599,12 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
 
 # a costlier-half group that the cheaper half's time per FLOP says takes at most this long is
 # timed whole by --dry-run; a longer one through its probes (Study.probe) at PROBE_STEPS and
-# twice that many steps
+# twice that many steps, and 4x and 16x as long while the longer probe's extra time is under
+# PROBE_RESOLVED of the shorter's (the setup's noise would swamp it)
 WHOLE_SAMPLE_SECONDS = 30.0
 PROBE_STEPS = 8
+PROBE_ROUNDS = 3
+PROBE_RESOLVED = 0.25
 
 
 @dataclasses.dataclass(frozen=True)
@@ -620,52 +627,60 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
 
     A pick runs whole where the cheaper half's time per FLOP (``per_flop``, an upper bound
     there: small products run slower) puts it within :data:`WHOLE_SAMPLE_SECONDS`. Otherwise
-    its probes run at :data:`PROBE_STEPS` and twice as many steps: the difference of their
-    times over the difference of their FLOPs is a step's time per FLOP once the memory is
-    warm (the first steps of a large ensemble fault in its weights and buffers), and what the
-    shorter probe took beyond its steps is the group's setup (initialisation, evaluation);
-    the group then counts as that setup plus its own FLOPs at the warm rate."""
+    a one-step probe of one of its points runs first, untimed in the estimate, to warm what
+    a process caches (the probe's data), then its probes at :data:`PROBE_STEPS` and twice as
+    many steps: the difference of their times over the difference of their FLOPs is a step's
+    time per FLOP once the memory is warm (the first steps of a large ensemble fault in its
+    weights and buffers), and what the shorter probe took beyond its steps is the group's
+    setup (initialisation, evaluation); the group counts as that setup plus its own FLOPs
+    at the warm rate. Where the difference is under :data:`PROBE_RESOLVED` of the shorter
+    probe's time, the setup's noise could swamp it, and the pair runs again 4× as long (at
+    most :data:`PROBE_ROUNDS` pairs)."""
+    def probes(i: int, steps: int) -> tuple[list[Config], float] | None:
+        points = [study.probe(c, steps) for c in groups[i]]
+        f = [study.cost(c) for c in points]
+        if not all(v is not None and math.isfinite(v) and v > 0 for v in f):
+            return None
+        return points, float(sum(f))
+
     # the group where the costlier half's cumulative FLOPs pass half their sum: the middle
     # of its FLOPs, not of its groups (a paper grid's FLOPs sit in its last few groups)
     cum = list(itertools.accumulate(costs[i] for i in heavy))
     middle = heavy[next(j for j, c in enumerate(cum) if c >= cum[-1] / 2)]
     picks = sorted({middle, heavy[-1]}, key=costs.__getitem__)
-    todo: list[tuple[int, list[list[Config]], list[float]]] = []
-    for i in picks:
-        if per_flop * costs[i] <= WHOLE_SAMPLE_SECONDS:
-            todo.append((i, [groups[i]], [costs[i]]))
-            continue
+    whole = [i for i in picks if per_flop * costs[i] <= WHOLE_SAMPLE_SECONDS]
+    if any(i not in whole for i in picks):
         if study.probe is None or study.cost is None:
             return None
-        runs, flops = [], []
-        for steps in (PROBE_STEPS, 2 * PROBE_STEPS):
-            probes = [study.probe(c, steps) for c in groups[i]]
-            f = [study.cost(c) for c in probes]
-            if not all(v is not None and math.isfinite(v) and v > 0 for v in f):
-                return None
-            runs.append(probes)
-            flops.append(float(sum(f)))
-        if not flops[1] > flops[0]:
+        pairs = [(probes(i, PROBE_STEPS), probes(i, 2 * PROBE_STEPS)) for i in picks if i not in whole]
+        if not all(a is not None and b is not None and b[1] > a[1] for a, b in pairs):
             return None
-        todo.append((i, runs, flops))
     seconds = flops_ = spent = t = 0.0
-    for n, (i, runs, flops) in enumerate(todo, 1):
-        what = f"costlier half: group {n}/{len(todo)} ({len(groups[i])} points"
-        if len(runs) == 1:
-            t = timed(runs[0], what + ", whole)")
+    for n, i in enumerate(picks, 1):
+        what = f"costlier half: group {n}/{len(picks)} ({len(groups[i])} points"
+        if i in whole:
+            t = timed(groups[i], what + ", whole)")
             spent += t
         else:
-            t1, t2 = (timed(r, what + f", its probe of {steps} steps)")
-                      for r, steps in zip(runs, (PROBE_STEPS, 2 * PROBE_STEPS)))
-            spent += t1 + t2
-            warm = max(0.0, t2 - t1) / (flops[1] - flops[0])
-            t = max(0.0, t1 - warm * flops[0]) + warm * costs[i]
+            spent += timed([study.probe(groups[i][0], 1)], what + ", a one-step warm-up of one point)")
+            steps = PROBE_STEPS
+            for _ in range(PROBE_ROUNDS):
+                short, long_ = probes(i, steps), probes(i, 2 * steps)
+                if short is None or long_ is None or not long_[1] > short[1]:
+                    break  # a later round the study cannot count: keep the last one's
+                t1 = timed(short[0], what + f", its probe of {steps} steps)")
+                t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
+                spent += t1 + t2
+                warm = max(0.0, t2 - t1) / (long_[1] - short[1])
+                t = max(0.0, t1 - warm * short[1]) + warm * costs[i]
+                if t2 - t1 >= PROBE_RESOLVED * t1:
+                    break
+                steps *= 4
         seconds += t
         flops_ += costs[i]
-    whole = [i for i, r, _ in todo if len(r) == 1]
     # the picks run in order of cost: the last is the costliest group, `t` its time
     return _CostlyHalf(seconds, t, flops_, spent, len(whole), sum(len(groups[i]) for i in whole),
-                       len(todo) - len(whole))
+                       len(picks) - len(whole))
 
 
 def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
