@@ -469,8 +469,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
       lengths, whose difference is a step's time at those shapes with the memory warm. With
       neither (no probe), the cheaper half's seconds per FLOP serve for every group, which
       leans far high where the cost sits in large products (the width-depth-init paper grid
-      on 11-25: 31 h, where its probes say 14 h; its ``paper-width`` slice 37 min for 5.5
-      measured, with the probes 5.6 min). The estimate is the two halves' time / the
+      on 11-25: 31 h, where its probes say 9.8–13.9 h; its ``paper-width`` slice 37 min for
+      5.5 measured, with the probes 5.3–5.6 min). The estimate is the two halves' time / the
       workers, or the costliest group's time where that is longer (a group runs on one
       worker), and never below ``floor_seconds``: the run's FLOPs at the machine's measured
       matmul rate (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) /
