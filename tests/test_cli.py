@@ -143,7 +143,7 @@ def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(m
 def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     """With a cost model and a probe, the costlier half of the groups gets its own time per
     FLOP: its group at the middle of its FLOPs runs whole where the cheaper half's rate says
-    it is quick, its costliest through probes of 8 and 16 steps (after a one-step warm-up),
+    it is quick, its costliest through probes of 8 and 16 steps (after a warm-up),
     whose difference is the warm time per FLOP and whose rest is the group's setup; no estimate is shorter than that
     costliest group. A fake clock makes every time exact."""
     import dataclasses
@@ -206,7 +206,7 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
 
 def test_dry_run_runs_every_probe_even_where_two_are_the_same_point(monkeypatch):
     """Each timing has a store of its own: a store skips the points it holds, and a study's
-    one-step warm-up may be the same point as its shortest probe (both one epoch)."""
+    warm-up (a probe at 1 step) may be the same point as its shortest probe (both one epoch)."""
     import dataclasses
 
     from robustlab.studies import base, get_study

@@ -542,7 +542,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp:
         def timed(points: list[Config], said: str) -> float:
             # each timing in a store of its own: a store skips the points it holds, and a
-            # probe may equal another (a one-step warm-up and a one-epoch probe)
+            # probe may equal another (the warm-up and the shortest probe, where a study rounds up)
             nonlocal failed
             with Store(Path(tmp) / f"{next(serial)}.sqlite") as store:
                 t0 = time.perf_counter()
@@ -627,9 +627,9 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
 
     A pick runs whole where the cheaper half's time per FLOP (``per_flop``, an upper bound
     there: small products run slower) puts it within :data:`WHOLE_SAMPLE_SECONDS`. Otherwise
-    a one-step probe of one of its points runs first, untimed in the estimate, to warm what
-    a process caches (the probe's data), then its probes at :data:`PROBE_STEPS` and twice as
-    many steps: the difference of their times over the difference of their FLOPs is a step's
+    a probe of one of its points at 1 step (a study may round it up) runs first, untimed in
+    the estimate, to warm what a process caches (the probe's data), then its probes at
+    :data:`PROBE_STEPS` and twice as many steps: the difference of their times over the difference of their FLOPs is a step's
     time per FLOP once the memory is warm (the first steps of a large ensemble fault in its
     weights and buffers), and what the shorter probe took beyond its steps is the group's
     setup (initialisation, evaluation); the group counts as that setup plus its own FLOPs
@@ -662,7 +662,7 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
             t = timed(groups[i], what + ", whole)")
             spent += t
         else:
-            spent += timed([study.probe(groups[i][0], 1)], what + ", a one-step warm-up of one point)")
+            spent += timed([study.probe(groups[i][0], 1)], what + ", a warm-up: one point's probe at 1 step)")
             steps = PROBE_STEPS
             for _ in range(PROBE_ROUNDS):
                 short, long_ = probes(i, steps), probes(i, 2 * steps)
