@@ -532,6 +532,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     picked_i = [pool[round(i * (len(pool) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else pool[:1]
     picked = [groups[i] for i in picked_i]
     sample = [p for g in picked for p in g]
+    sampled = sum(costs[i] for i in picked_i) if costs is not None else 0.0  # their FLOPs
     one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
     from ..utils import matmul_rate, resolve_device
 
@@ -557,8 +558,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
             seconds += timed(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")
         if heavy and device.type != "cuda":
-            heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sum(costs[i] for i in picked_i),
-                                           timed)
+            heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sampled, timed)
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
     out.update(sampled_groups=len(picked), sampled_points=len(sample), sample_seconds=seconds,
@@ -571,7 +571,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
             out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
         return out
 
-    total, sampled = sum(costs), sum(costs[i] for i in picked_i)
+    total = sum(costs)
     if device.type == "cuda":
         # The local workers all use one GPU: its rate, once, bounds the whole run. A GPU runs a
         # small group far below that rate (kernel launches, evaluation and Python dominate), so
@@ -629,11 +629,11 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     there: small products run slower) puts it within :data:`WHOLE_SAMPLE_SECONDS`. Otherwise
     a probe of one of its points at 1 step (a study may round it up) runs first, untimed in
     the estimate, to warm what a process caches (the probe's data), then its probes at
-    :data:`PROBE_STEPS` and twice as many steps: the difference of their times over the difference of their FLOPs is a step's
-    time per FLOP once the memory is warm (the first steps of a large ensemble fault in its
-    weights and buffers), and what the shorter probe took beyond its steps is the group's
-    setup (initialisation, evaluation); the group counts as that setup plus its own FLOPs
-    at the warm rate. Where the difference is under :data:`PROBE_RESOLVED` of the shorter
+    :data:`PROBE_STEPS` and twice as many steps: the difference of their times over the
+    difference of their FLOPs is a step's time per FLOP once the memory is warm (the first
+    steps of a large ensemble fault in its weights and buffers), and what the shorter probe
+    took beyond its steps is the group's setup (initialisation, evaluation); the group
+    counts as that setup plus its own FLOPs at the warm rate. Where the difference is under :data:`PROBE_RESOLVED` of the shorter
     probe's time, the setup's noise could swamp it, and the pair runs again 4× as long (at
     most :data:`PROBE_ROUNDS` pairs)."""
     def probes(i: int, steps: int) -> tuple[list[Config], float] | None:
@@ -649,11 +649,12 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     middle = heavy[next(j for j, c in enumerate(cum) if c >= cum[-1] / 2)]
     picks = sorted({middle, heavy[-1]}, key=costs.__getitem__)
     whole = [i for i in picks if per_flop * costs[i] <= WHOLE_SAMPLE_SECONDS]
-    if any(i not in whole for i in picks):
+    first: dict[int, tuple] = {}  # each probed pick's first pair, all checked before anything runs
+    if len(whole) < len(picks):
         if study.probe is None or study.cost is None:
             return None
-        pairs = [(probes(i, PROBE_STEPS), probes(i, 2 * PROBE_STEPS)) for i in picks if i not in whole]
-        if not all(a is not None and b is not None and b[1] > a[1] for a, b in pairs):
+        first = {i: (probes(i, PROBE_STEPS), probes(i, 2 * PROBE_STEPS)) for i in picks if i not in whole}
+        if not all(a is not None and b is not None and b[1] > a[1] for a, b in first.values()):
             return None
     seconds = flops_ = spent = t = 0.0
     for n, i in enumerate(picks, 1):
@@ -663,11 +664,12 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
             spent += t
         else:
             spent += timed([study.probe(groups[i][0], 1)], what + ", a warm-up: one point's probe at 1 step)")
-            steps = PROBE_STEPS
-            for _ in range(PROBE_ROUNDS):
-                short, long_ = probes(i, steps), probes(i, 2 * steps)
-                if short is None or long_ is None or not long_[1] > short[1]:
-                    break  # a later round the study cannot count: keep the last one's
+            steps, (short, long_) = PROBE_STEPS, first[i]
+            for round_ in range(PROBE_ROUNDS):
+                if round_:
+                    short, long_ = probes(i, steps), probes(i, 2 * steps)
+                    if short is None or long_ is None or not long_[1] > short[1]:
+                        break  # a later round the study cannot count: keep the last one's
                 t1 = timed(short[0], what + f", its probe of {steps} steps)")
                 t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
                 spent += t1 + t2
