@@ -135,6 +135,30 @@ def test_a_store_killed_before_its_schema_reads_as_empty_and_resumes(tmp_path):
         Store(other, readonly=True)
 
 
+def test_a_store_killed_while_its_schema_commits_reads_as_empty_and_resumes(tmp_path):
+    """A writer killed mid-commit of the transaction that creates the store leaves a hot
+    journal over a store with no table once rolled back: a reader (the next run's resume
+    check) rolls it back and reads an empty store, not a damaged one. (Seen in CI: a run
+    killed just after taking its lock could not be resumed.)"""
+    path = tmp_path / "s.sqlite"
+    code = (
+        "import os, signal, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA cache_size=1'); c.execute('BEGIN')\n"
+        "c.execute('CREATE TABLE points (key TEXT PRIMARY KEY)'); c.execute('CREATE TABLE filler (a BLOB)')\n"
+        "for _ in range(200):\n"
+        "    c.execute('INSERT INTO filler VALUES (?)', (os.urandom(4000),))\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)])
+    assert r.returncode == -signal.SIGKILL
+    assert (tmp_path / "s.sqlite-journal").exists() and path.stat().st_size > 0
+    with Store(path, readonly=True) as ro:
+        assert ro.keys() == set()
+    with Store(path) as st:
+        st.record([entry("a")])
+        assert st.keys() == {"a"}
+
+
 # ----------------------------------------------------------------------------------------
 # failures become data
 

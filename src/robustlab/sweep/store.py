@@ -63,10 +63,11 @@ class Store:
             raise FileNotFoundError(f"no result store at {self.path}")
         if readonly and Path(f"{self.path}-journal").exists():
             # a writer was killed mid-commit: a read-only connection cannot roll its hot
-            # journal back, so let a brief read-write one do it first
+            # journal back, so let a brief read-write one do it first (any read does; the
+            # schema's, since a writer killed while creating its store leaves no table)
             rec = sqlite3.connect(self.path, timeout=60)
             try:
-                rec.execute("SELECT COUNT(*) FROM points").fetchone()
+                rec.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             finally:
                 rec.close()
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + ("?mode=ro" if readonly else "")
