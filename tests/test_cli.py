@@ -179,13 +179,21 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     assert (cheap_s / cheap_f * cheap_f + heavy_s / (2 * 30 * 1e9) * heavy_f) / 2 < heavy_s
     assert e["estimate_seconds"] == pytest.approx(heavy_s)
     assert e["sample_seconds"] == pytest.approx(cheap_s + (1 + 100) + (1 + 800) + (1 + 1600))
-    # a step too quick to tell from the setup's noise in 8 more steps: the pair runs 4x, then
-    # 16x as long, until the longer probe's extra time is a quarter of the shorter's
+    # a step too quick to tell from the setup's noise in 8 more steps: each round adds one
+    # probe twice as long as the last and pairs the two, until the longer probe's extra time
+    # is a quarter of the shorter's: (32, 64) adds 0.32 s to 1.32 s, (64, 128) 0.64 s to 1.64 s
     ran.clear()
     per_epoch[0.8] = 0.01
     e = base.estimate(p, SweepOptions(workers=2), samples=3)
-    assert ran[3:] == [(0.8, 1), (0.8, 8), (0.8, 16), (0.8, 32), (0.8, 64), (0.8, 128), (0.8, 256)]
+    assert ran[3:] == [(0.8, 1), (0.8, 8), (0.8, 16), (0.8, 32), (0.8, 64), (0.8, 128)]
+    assert e["sample_seconds"] == pytest.approx(cheap_s + 1.01 + sum(1 + 0.01 * s for s in (8, 16, 32, 64, 128)))
     assert e["estimate_seconds"] == pytest.approx(max((cheap_s + (1 + 0.3) / (2 * 30 * 1e9) * heavy_f) / 2, 1.3))
+    # never resolved: PROBE_ROUNDS pairs, up to 256 steps, and the last pair's time stands
+    ran.clear()
+    per_epoch[0.8] = 1e-4
+    e = base.estimate(p, SweepOptions(workers=2), samples=3)
+    assert ran[3:] == [(0.8, 1)] + [(0.8, 8 * 2**j) for j in range(base.PROBE_ROUNDS + 1)]
+    assert e["estimate_seconds"] == pytest.approx(max((cheap_s + (1 + 0.003) / (2 * 30 * 1e9) * heavy_f) / 2, 1.003))
     per_epoch[0.8] = 100.0
     # a costlier half quick enough to run whole: no probe
     ran.clear()

@@ -599,11 +599,12 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
 
 # a costlier-half group that the cheaper half's time per FLOP says takes at most this long is
 # timed whole by --dry-run; a longer one through its probes (Study.probe) at PROBE_STEPS and
-# twice that many steps, and 4x and 16x as long while the longer probe's extra time is under
-# PROBE_RESOLVED of the shorter's (the setup's noise would swamp it)
+# twice that many steps, and, while the longer probe's extra time is under PROBE_RESOLVED of the
+# shorter's (the setup's noise would swamp it), one more probe twice the last one's length,
+# paired with it: at most PROBE_ROUNDS pairs, so probes of 8 to 256 steps
 WHOLE_SAMPLE_SECONDS = 30.0
 PROBE_STEPS = 8
-PROBE_ROUNDS = 3
+PROBE_ROUNDS = 5
 PROBE_RESOLVED = 0.25
 
 
@@ -633,9 +634,10 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     difference of their FLOPs is a step's time per FLOP once the memory is warm (the first
     steps of a large ensemble fault in its weights and buffers), and what the shorter probe
     took beyond its steps is the group's setup (initialisation, evaluation); the group
-    counts as that setup plus its own FLOPs at the warm rate. Where the difference is under :data:`PROBE_RESOLVED` of the shorter
-    probe's time, the setup's noise could swamp it, and the pair runs again 4× as long (at
-    most :data:`PROBE_ROUNDS` pairs)."""
+    counts as that setup plus its own FLOPs at the warm rate. Where the difference is under
+    :data:`PROBE_RESOLVED` of the shorter probe's time, the setup's noise could swamp it: one
+    more probe, twice as long as the longer, runs and pairs with it (at most
+    :data:`PROBE_ROUNDS` pairs), so each round costs one probe, not two."""
     def probes(i: int, steps: int) -> tuple[list[Config], float] | None:
         points = [study.probe(c, steps) for c in groups[i]]
         f = [study.cost(c) for c in points]
@@ -665,19 +667,21 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
         else:
             spent += timed([study.probe(groups[i][0], 1)], what + ", a warm-up: one point's probe at 1 step)")
             steps, (short, long_) = PROBE_STEPS, first[i]
+            t1 = timed(short[0], what + f", its probe of {steps} steps)")
+            spent += t1
             for round_ in range(PROBE_ROUNDS):
-                if round_:
-                    short, long_ = probes(i, steps), probes(i, 2 * steps)
-                    if short is None or long_ is None or not long_[1] > short[1]:
-                        break  # a later round the study cannot count: keep the last one's
-                t1 = timed(short[0], what + f", its probe of {steps} steps)")
+                if round_:  # the last pair's longer probe, against one twice as long
+                    nxt = probes(i, 2 * steps)
+                    if nxt is None or not nxt[1] > long_[1]:
+                        break  # a probe the study cannot count: keep the last pair's time
+                    short, long_, t1 = long_, nxt, t2
                 t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
-                spent += t1 + t2
+                spent += t2
                 warm = max(0.0, t2 - t1) / (long_[1] - short[1])
                 t = max(0.0, t1 - warm * short[1]) + warm * costs[i]
                 if t2 - t1 >= PROBE_RESOLVED * t1:
                     break
-                steps *= 4
+                steps *= 2
         seconds += t
         flops_ += costs[i]
     # the picks run in order of cost: the last is the costliest group, `t` its time
