@@ -285,7 +285,7 @@ def test_progress_shows_current_point_failures_and_eta_on_a_terminal(monkeypatch
     assert "<" in text  # tqdm's elapsed<remaining (the ETA)
 
 
-def test_progress_is_silent_off_a_terminal_or_when_quiet(monkeypatch):
+def test_progress_is_silent_off_a_terminal_in_a_short_run_or_when_quiet(monkeypatch):
     fake = io.StringIO()
     monkeypatch.setattr("sys.stderr", fake)
     with Progress(total=3, label="x") as bar:
@@ -295,6 +295,32 @@ def test_progress_is_silent_off_a_terminal_or_when_quiet(monkeypatch):
     with Progress(total=3, label="x", quiet=True) as bar:
         bar.advance(3)
     assert fake.getvalue() == "" and tty.getvalue() == ""
+
+
+def test_progress_off_a_terminal_prints_a_line_now_and_then_while_a_run_lasts(monkeypatch):
+    """A run left in the background (stderr a log file) says every LOG_EVERY_S seconds how far
+    it is and what runs; none when quiet, and nothing more once it ended."""
+    import time
+
+    from robustlab.sweep import progress
+
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.05)
+    fake = io.StringIO()
+    monkeypatch.setattr("sys.stderr", fake)
+    with Progress(total=10, initial=2, label="wdi") as bar:
+        bar.running("init=he depth=8 width=4096 seeds=0..4")
+        bar.advance(3, failed=1)
+        deadline = time.monotonic() + 10
+        while "\n" not in fake.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    lines = fake.getvalue().splitlines()
+    assert lines and lines[0].startswith("wdi: 5/10 points, failed=1, 0 min elapsed; running init=he depth=8")
+    n = len(lines)
+    time.sleep(0.2)
+    assert len(fake.getvalue().splitlines()) == n  # the line stops with the run
+    with Progress(total=3, label="x", quiet=True) as bar:
+        time.sleep(0.2)
+    assert len(fake.getvalue().splitlines()) == n
 
 
 def test_load_returns_a_dataframe_of_finished_points(tmp_path):
