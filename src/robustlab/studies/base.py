@@ -667,7 +667,7 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
         else:
             spent += timed([study.probe(groups[i][0], 1)], what + ", a warm-up: one point's probe at 1 step)")
             steps, (short, long_) = PROBE_STEPS, first[i]
-            t1 = timed(short[0], what + f", its probe of {steps} steps)")
+            t1, t2 = timed(short[0], what + f", its probe of {steps} steps)"), 0.0
             spent += t1
             for round_ in range(PROBE_ROUNDS):
                 if round_:  # the last pair's longer probe, against one twice as long
