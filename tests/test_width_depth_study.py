@@ -233,3 +233,59 @@ def test_at_target_values_of_the_copies_that_stopped_equal_their_final_values():
         if f["reached_target"]:
             for k in ("train_loss", "train_acc", "test_acc", "stability"):
                 assert f[f"{k}_at_target"] == pytest.approx(f[k], rel=1e-5, abs=1e-7), k
+
+
+# A run whose second checkpoint save is its last act: SIGKILL right after the file is written.
+_DIES_AFTER_TWO_SAVES = """
+import os, signal, sys
+import robustlab.sweep.checkpoint as ck
+ck.CHECKPOINT_EVERY_S = 0.0  # a save at every epoch boundary
+save, n = ck.Checkpoint.save, [0]
+def save_then_die(self, state):
+    save(self, state)
+    n[0] += 1
+    if n[0] == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+ck.Checkpoint.save = save_then_die
+from robustlab.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    """SIGKILL a run right after a group saved its state at epoch 2: the checkpoint is in the
+    run's checkpoints/ folder, the re-run goes on from it (it saves nothing more and starts no
+    epoch before 3), and its records equal an uninterrupted run's but for the timing fields;
+    the folder is gone once the run is done."""
+    import subprocess
+    import sys
+
+    from robustlab import records
+    from robustlab.sweep import checkpoint
+
+    args = ["run", "width-depth-init", "--grid", "width=16", "--grid", "depth=3", "--grid", "init=he",
+            "--grid", "lr=0.1", "--seeds", "2", "--workers", "1", "--quiet",
+            *[a for kv in ("dataset=digits", "size=8", "n_train=60", "n_test=40", "epochs=6", "batch_size=20",
+                           "mc_samples=0", "target_loss=0", "early_epoch=0") for a in ("--set", kv)]]
+    out, clean = tmp_path / "killed", tmp_path / "clean"
+    res = subprocess.run([sys.executable, "-c", _DIES_AFTER_TWO_SAVES, *args, "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == -9, res.stderr
+    (saved,) = (out / "checkpoints").iterdir()
+    assert checkpoint.Checkpoint(saved, torch.load(saved, weights_only=True)["keys"]).load()["train"]["epoch"] == 2
+    epochs, real = [], W.train_supervised
+
+    def train(*a, **k):  # the epoch each group's training starts from
+        epochs.append(k["resume"]["epoch"] if k.get("resume") else 0)
+        return real(*a, **k)
+
+    monkeypatch.setattr(W, "train_supervised", train)
+    assert main([*args, "--out", str(out)]) == 0  # resumes
+    monkeypatch.setattr(W, "train_supervised", real)
+    assert epochs == [2, 0]  # the killed group goes on from its epoch 2, the other starts afresh
+    assert not (out / "checkpoints").exists()
+    assert main([*args, "--out", str(clean)]) == 0
+    timing = {"seconds", "train_seconds", "gflops"}
+    rows = [[{k: v for k, v in r.items() if k not in timing} for r in records.read_jsonl(d / "results.jsonl")]
+            for d in (out, clean)]
+    assert rows[0] == rows[1] and len(rows[0]) == 4 * 7  # two groups of 2 seeds: 6 epoch rows and a final row each

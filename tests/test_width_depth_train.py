@@ -215,3 +215,66 @@ def test_stopped_copies_leave_the_batch_without_changing_the_others(dtype, momen
             assert torch.unique(lc.loss[e, s:last]).numel() == 1  # frozen, not recomputed
     # the stopped copies are really out of the batch: one stack size per round of stopping
     assert batch_rows[1] == [E] and len(batch_rows[0]) >= 3 and min(batch_rows[0]) < E
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.parametrize("backprop, momentum, dtype", [("auto", 0.9, torch.float32), ("auto", 0.0, torch.float32),
+                                                       ("autograd", 0.9, torch.float64)])
+def test_a_run_resumed_from_a_saved_state_equals_the_uninterrupted_run(backprop, momentum, dtype):
+    """``on_checkpoint`` hands out the state at each epoch boundary; a fresh model (its initial
+    weights) and fresh generators given that state as ``resume`` train on to the same weights
+    and traces, bit for bit, from every boundary: before, between and after copies stop at the
+    target and leave the batch. A state that does not fit is refused before anything changes."""
+    import io
+
+    from robustlab.train.supervised import resume_fits
+
+    x, y = toy(n=40, dtype=dtype)
+    E, T = 5, 24
+    spec = SGDSpec(epochs=T, lr=0.3 if momentum else 0.6, batch_size=8, momentum=momentum, target_loss=0.35,
+                   stop_at_target=True, decay_start=16, lr_step=4)
+
+    def fresh():
+        return (DeepMLP(6, 48, 3, 3, generators=[make_generator(s, "i") for s in range(E)], dtype=dtype),
+                [make_generator(s, "o") for s in range(E)])
+
+    saved = {}
+
+    def keep(state):  # what a checkpoint file holds: the state serialised at once
+        buf = io.BytesIO()
+        torch.save(state(), buf)
+        st = torch.load(io.BytesIO(buf.getvalue()), weights_only=True)
+        saved[st["epoch"]] = buf.getvalue()
+
+    m, g = fresh()
+    log = train_supervised(m, x, y, spec, generators=g, backprop=backprop, on_checkpoint=keep)
+    stops = sorted({s for s in log.stopped.tolist() if s < T})
+    if backprop == "auto":
+        assert len(stops) >= 2, f"copies must stop at two epochs at least: {log.stopped.tolist()}"
+    assert sorted(saved) == list(range(1, min(T, max(log.stopped.tolist()))))
+    for epoch, blob in saved.items():
+        state = torch.load(io.BytesIO(blob), weights_only=True)
+        m2, g2 = fresh()
+        assert resume_fits(state, m2, spec, E)
+        log2 = train_supervised(m2, x, y, spec, generators=g2, backprop=backprop, resume=state)
+        for W, R in zip(m.weights, m2.weights):
+            assert torch.equal(W, R), epoch
+        for a, b in ((log.loss, log2.loss), (log.acc, log2.acc), (log.kappa, log2.kappa),
+                     (log.kappa_layers, log2.kappa_layers)):
+            assert torch.equal(a.nan_to_num(-1.0), b.nan_to_num(-1.0)), epoch
+        assert (log.lr, log.steps, log.stopped.tolist(), log.reached.tolist(), log.finite.tolist()) == \
+            (log2.lr, log2.steps, log2.stopped.tolist(), log2.reached.tolist(), log2.finite.tolist())
+    # another schedule or model: refused, the model untouched
+    state = torch.load(io.BytesIO(saved[1]), weights_only=True)
+    m3, g3 = fresh()
+    before = [w.clone() for w in m3.weights]
+    longer = SGDSpec(**{**spec.__dict__, "epochs": T + 1})
+    assert not resume_fits(state, m3, longer, E) and not resume_fits({"epoch": 1}, m3, spec, E)
+    with pytest.raises(ValueError, match="does not fit"):
+        train_supervised(m3, x, y, longer, generators=g3, backprop=backprop, resume=state)
+    assert all(torch.equal(a, b) for a, b in zip(before, m3.weights))
+    other = DeepMLP(6, 32, 3, 3, generators=[make_generator(s, "i") for s in range(E)], dtype=dtype)
+    assert not resume_fits(state, other, spec, E)

@@ -59,6 +59,7 @@ import dataclasses
 import functools
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +86,8 @@ from ..stats import (
     not_applicable,
     slope_estimate,
 )
-from ..train.supervised import SGDSpec, evaluate, train_supervised
+from ..sweep import checkpoint
+from ..train.supervised import SGDSpec, evaluate, resume_fits, train_supervised
 from ..utils import make_generator, resolve_device
 from .base import SEEDS_KEY, Claim, Context, Figure, Preset, Study
 
@@ -345,10 +347,30 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             early["train_loss"] = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)[0]
             early["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
 
+    # a long group saves its state now and then in the run's checkpoints/ and, run again after
+    # an interruption, goes on from there (the same records; robustlab.sweep.checkpoint)
+    ck = checkpoint.for_group(cfgs)
+    saved = ck.load() if ck is not None else None
+    if saved is not None and not resume_fits(saved["train"], model, spec, E):
+        saved = None  # saved by other code: this run starts the group afresh
+    trained_before = 0.0  # seconds of training in earlier runs of this group
+    if saved is not None:
+        for k in AT_TARGET:
+            at[k].copy_(saved["at"][k])
+        early.update(saved["early"])
+        trained_before = saved["train_seconds"]
     t_train = time.perf_counter()
+
+    def on_checkpoint(state: Callable[[], dict]) -> None:
+        if ck.due():
+            ck.save({"train": state(), "at": at, "early": early,
+                     "train_seconds": trained_before + time.perf_counter() - t_train})
+
     log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
-                           generators=[make_generator(c.seed, "wdi-order") for c in cfgs])
-    t_train = time.perf_counter() - t_train
+                           generators=[make_generator(c.seed, "wdi-order") for c in cfgs],
+                           on_checkpoint=on_checkpoint if ck is not None else None,
+                           resume=saved["train"] if saved is not None else None)
+    t_train = trained_before + time.perf_counter() - t_train
     tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
     te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
     stab = _per_member_stability(model, data.x_test, base.eps, E, width=act)
@@ -372,7 +394,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             # draws are independent across points: the mean's variance is the sum over points / n²
             mc_se[e] = est.stderr.pow(2).sum().sqrt() / n
         mc_exact = _per_member_stability(model, xm, base.eps, E, width=act)
-    seconds = time.perf_counter() - t0
+    seconds = trained_before + time.perf_counter() - t0
     n_params = model.n_params()
     out: list = []
     for e, c in enumerate(cfgs):
@@ -410,6 +432,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             final.update(mc_stability=float(mc[e]), mc_stderr=float(mc_se[e]), mc_exact=float(mc_exact[e]),
                          mc_samples=c.mc_samples, mc_points=len(xm))
         out.append(rows + [final])
+    if ck is not None:
+        ck.clear()
     return out
 
 

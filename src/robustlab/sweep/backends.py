@@ -15,6 +15,10 @@
 * ``ray``: each group is a Ray task declaring ``num_cpus=threads`` (and one GPU when the
   device is CUDA) on a local Ray cluster started here, or on the cluster at ``ray_address``.
 
+On the local backend a study may keep a group's training state in the run's
+``checkpoints/`` folder (:mod:`robustlab.sweep.checkpoint`), so a run killed while a long
+group trains resumes it from its last saved epoch; Ray's workers keep none.
+
 Whatever the backend, finished groups come back to this (driver) process, which alone
 writes the store — one transaction per group, in the order groups finish — and drives the
 progress bar. Every point runs with the same thread count everywhere, so the results do not
@@ -42,7 +46,7 @@ from typing import Any
 
 from ..config import Config, UserError
 from .progress import Progress
-from .runner import SweepOptions, failed_entries, run_group
+from .runner import CHECKPOINTS, SweepOptions, failed_entries, run_group
 from .store import Store
 
 __all__ = ["execute", "prepare", "start_fork_server", "refuse_in_starting_worker", "ray_shutdown",
@@ -93,7 +97,8 @@ def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepO
         else:
             for g in groups:
                 sink.running(describe(g))
-                sink.record(run_group(fn, g, options.device, threads=options.threads))
+                sink.record(run_group(fn, g, options.device, threads=options.threads,
+                                      checkpoints=_checkpoints(store)))
     return sink.failed
 
 
@@ -251,8 +256,13 @@ def _exit_with(driver: int) -> None:
             os._exit(1)
 
 
-def _work(fn: RunFn, group: list[Config], device: str, threads: int) -> list[dict]:
-    return run_group(fn, group, device, threads=threads)
+def _checkpoints(store: Store) -> str:
+    """Where the local backend's groups keep their checkpoints: beside the run's store."""
+    return str(store.path.parent / CHECKPOINTS)
+
+
+def _work(fn: RunFn, group: list[Config], device: str, threads: int, checkpoints: str | None = None) -> list[dict]:
+    return run_group(fn, group, device, threads=threads, checkpoints=checkpoints)
 
 
 def _run_pool(groups: list[list[Config]], fn: RunFn, sink: _Sink, options: SweepOptions,
@@ -277,6 +287,7 @@ def _run_pool(groups: list[list[Config]], fn: RunFn, sink: _Sink, options: Sweep
 def _pool_pass(queue: deque, fn: RunFn, sink: _Sink, options: SweepOptions, describe: Describe,
                ctx: Any, workers: int) -> list[list[Config]]:
     """Run groups from ``queue`` in one pool; returns the groups in flight if it broke."""
+    checkpoints = _checkpoints(sink.store)
     pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=ctx,
                                initializer=_init_worker, initargs=(options.threads, os.getpid()))
     inflight: dict[Future, list[Config]] = {}
@@ -285,7 +296,7 @@ def _pool_pass(queue: deque, fn: RunFn, sink: _Sink, options: SweepOptions, desc
         while queue and len(inflight) < workers:
             g = queue.popleft()
             try:
-                inflight[pool.submit(_work, fn, g, options.device, options.threads)] = g
+                inflight[pool.submit(_work, fn, g, options.device, options.threads, checkpoints)] = g
             except BrokenProcessPool:  # noticed at the next wait(), or by the next pass
                 queue.appendleft(g)
                 return

@@ -36,6 +36,7 @@ __all__ = ["SweepOptions", "run_sweep", "group_points", "costliest_first", "run_
            "intra_op_threads", "captured_warnings", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
+CHECKPOINTS = "checkpoints"  # the folder, beside the store, of the local backend's group checkpoints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,17 +136,20 @@ def failed_entries(group: list[Config], reason: str, tb: str | None, seconds: fl
 
 
 def run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config], device: str,
-              *, threads: int | None = None) -> list[dict]:
+              *, threads: int | None = None, checkpoints: str | None = None) -> list[dict]:
     """Run one group and turn its outcome into store entries (never raises for a study error).
 
     ``threads``: intra-op thread count to run with (None: leave torch's setting alone).
+    ``checkpoints``: the run's folder where a study may keep the group's training state
+    (:mod:`robustlab.sweep.checkpoint`; None: it keeps none).
     Warnings issued while the group runs are not printed: each entry carries them as
     ``warnings`` (distinct one-line texts, see :func:`captured_warnings`).
     """
     from ..utils import retain_freed_memory
+    from .checkpoint import folder
 
     retain_freed_memory()  # in this process or worker: large ensemble tensors are reused, not refaulted
-    with captured_warnings() as caught:
+    with captured_warnings() as caught, folder(checkpoints):
         entries = _run_group(fn, group, device, threads)
     if caught:
         for e in entries:
@@ -275,6 +279,8 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
     failed = backends.execute(groups, fn, store, options, total=len(points),
                               already=len(points) - n_todo, label=label,
                               describe=_describer(points, ensemble))
+    with contextlib.suppress(OSError):  # the groups remove their own; keep any a failed group left
+        (store.path.parent / CHECKPOINTS).rmdir()
     return {"points": len(points), "skipped": len(points) - n_todo, "ran": n_todo,
             "groups": len(groups), "failed_now": failed, "backend": options.backend,
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -30,7 +30,7 @@ from torch import nn
 
 from ..config import ConfigError
 
-__all__ = ["SGDSpec", "TrainLog", "train_supervised", "evaluate", "lazy_ratios", "member_loss"]
+__all__ = ["SGDSpec", "TrainLog", "train_supervised", "resume_fits", "evaluate", "lazy_ratios", "member_loss"]
 
 LOSSES = ("ce", "mse")
 
@@ -222,7 +222,9 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                      generators: Sequence[torch.Generator],
                      on_target: Callable[[torch.Tensor, int], None] | None = None,
                      on_epoch: Callable[[int], None] | None = None,
-                     backprop: str = "auto", compact: bool = True) -> TrainLog:
+                     backprop: str = "auto", compact: bool = True,
+                     on_checkpoint: Callable[[Callable[[], dict]], None] | None = None,
+                     resume: dict | None = None) -> TrainLog:
     """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
 
     ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
@@ -249,6 +251,16 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     stopped copy's later ``loss``/``acc`` entries hold its full-pass loss and accuracy at the
     stop (what its running average would repeat, up to summation order). ``compact=False`` keeps stopped copies in the batch with a masked update
     (the autograd path always does): the reference the tests and the benchmark compare with.
+
+    ``on_checkpoint(state)``, if given, is called at the end of every epoch but the last, after
+    the target bookkeeping; ``state()`` returns the training state at that epoch boundary
+    (weights, momentum buffers, each generator's state, the traces so far; tensors on the
+    CPU, sharing memory with the training's own on a CPU run), for the caller to save at once
+    when it likes (:mod:`robustlab.sweep.checkpoint`).
+    ``resume``: such a state, with ``model`` as built (its initial weights, from which the
+    lazy ratio counts) and ``generators`` as created: training goes on from that epoch and
+    returns what an uninterrupted call returns, bit for bit (tested). A state that does not
+    fit the model and schedule raises :class:`ValueError` before anything changes.
     """
     E = len(generators)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -281,8 +293,38 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     work, wbufs = params, bufs
     frozen_loss = torch.full((E,), float("nan"), dtype=torch.float64)  # full pass at the stop
     frozen_acc = frozen_loss.clone()
+    start = 0
+    traces = {"loss": loss_t, "acc": acc_t, "kappa": kappa_t, "kappa_layers": kappa_l, "finite": finite,
+              "stopped": stopped, "reached": reached, "frozen_loss": frozen_loss, "frozen_acc": frozen_acc}
+
+    def state(epoch: int) -> dict:
+        """The training state at the end of ``epoch`` (1-based): what ``resume`` takes."""
+        return {"epoch": epoch, "params": [p.detach().cpu() for p in params],
+                "bufs": None if wbufs is None else [b.detach().cpu() for b in wbufs], "sel": sel,
+                "active": active.cpu(), "generators": [g.get_state() for g in generators], "lrs": list(lrs),
+                "steps": steps, "frozen_any": frozen_any, **{k: v.clone() for k, v in traces.items()}}
+
+    if resume is not None:  # go on from an earlier call's state at the end of an epoch
+        if not resume_fits(resume, model, spec, E):
+            raise ValueError(f"the training state to resume does not fit this model and schedule (E={E}, epochs={T})")
+        with torch.no_grad():
+            for p, v in zip(params, resume["params"]):
+                p.copy_(v)
+        active.copy_(resume["active"])
+        for k, v in traces.items():
+            v.copy_(resume[k])
+        for g, st in zip(generators, resume["generators"]):
+            g.set_state(st)
+        start, lrs, steps, frozen_any, sel = resume["epoch"], list(resume["lrs"]), resume["steps"], \
+            resume["frozen_any"], resume["sel"]
+        if sel is not None:  # the copies still training, in their own stacks (as compaction left them)
+            work = [p.detach()[sel] for p in params]
+            wbufs = None if bufs is None else [b.to(dev) for b in resume["bufs"]]
+        elif bufs is not None:
+            for b, v in zip(bufs, resume["bufs"]):
+                b.copy_(v)
     model.train()
-    for t in range(T):
+    for t in range(start, T):
         lr = spec.lr_at(t)
         lrs.append(lr)
         gens = generators if sel is None else [generators[e] for e in sel]
@@ -354,4 +396,32 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                         work = [w.detach()[pos] for w in work]  # fancy indexing: copies
                         wbufs = None if wbufs is None else [b[pos] for b in wbufs]
                         sel = new
+        if on_checkpoint is not None and t + 1 < T:
+            on_checkpoint(lambda epoch=t + 1: state(epoch))
     return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped, reached)
+
+
+def resume_fits(resume: dict, model: nn.Module, spec: SGDSpec, E: int) -> bool:
+    """Whether ``resume`` is a training state (``train_supervised``'s ``on_checkpoint``) of
+    ``E`` copies of this model under this schedule: its epochs, shapes and fields."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    T, L = spec.epochs, len(params)
+    want = {"loss": ((E, T), torch.float64), "acc": ((E, T), torch.float64), "kappa": ((E, T), torch.float64),
+            "kappa_layers": ((E, T, L), torch.float64), "finite": ((E,), torch.bool),
+            "stopped": ((E,), torch.int64), "reached": ((E,), torch.int64),
+            "frozen_loss": ((E,), torch.float64), "frozen_acc": ((E,), torch.float64)}
+    try:
+        sel = resume["sel"]
+        rows = E if sel is None else len(sel)
+        if not (isinstance(resume["epoch"], int) and 0 < resume["epoch"] < T and len(resume["generators"]) == E
+                and len(resume["lrs"]) == resume["epoch"] and resume["active"].shape == (E,)):
+            return False
+        if len(resume["params"]) != L or any(v.shape != p.shape for v, p in zip(resume["params"], params)):
+            return False
+        bufs = resume["bufs"]
+        if (bufs is None) != (not spec.momentum) or (bufs is not None and (
+                len(bufs) != L or any(v.shape != (rows, *p.shape[1:]) for v, p in zip(bufs, params)))):
+            return False
+        return all(tuple(resume[k].shape) == shape and resume[k].dtype == dtype for k, (shape, dtype) in want.items())
+    except (KeyError, TypeError, AttributeError):
+        return False

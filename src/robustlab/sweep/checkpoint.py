@@ -1,0 +1,101 @@
+"""Checkpoints inside a group: a long training run resumes from its last saved epoch.
+
+A sweep resumes point by point: a run killed while a group trains computes that group again
+from its first epoch. Most groups take seconds, but the width-depth-init paper preset's widest
+ensembles train for one to two hours each on a CPU core, and a run of that preset spans
+sittings. A study that trains for many epochs can therefore save its state at an epoch
+boundary now and then (:data:`CHECKPOINT_EVERY_S`), into the run directory's
+``checkpoints/`` folder, and a later run of the same group (a resume, ``--retry-failed``)
+continues from there. The study restores everything its numbers depend on (weights, momentum
+buffers, each copy's generator state, the traces so far), so a resumed group's records are
+the ones an uninterrupted run writes, timing fields aside (tested).
+
+The sweep runner says where the folder is (:func:`folder`, set while a group runs on the
+local backend, in this process or a pool worker; Ray's workers may sit on other machines, so
+a Ray run keeps none). A study asks for its group's checkpoint with :func:`for_group`, which
+is None outside a run directory. Files are written whole (a temporary file, then a rename),
+so a run killed while saving leaves the previous checkpoint, and the study removes its file
+once the group's results are returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import Config, config_hash
+
+__all__ = ["CHECKPOINT_EVERY_S", "Checkpoint", "folder", "for_group"]
+
+CHECKPOINT_EVERY_S = 600.0  # at most one save per this many seconds of a group's training
+_FORMAT = 1
+_FOLDER: Path | None = None  # the run's checkpoints/ while a group runs in this process
+
+
+@contextlib.contextmanager
+def folder(path: str | Path | None) -> Iterator[None]:
+    """Let the groups run inside the block keep their checkpoints in ``path`` (None: none)."""
+    global _FOLDER
+    before, _FOLDER = _FOLDER, (Path(path) if path is not None else None)
+    try:
+        yield
+    finally:
+        _FOLDER = before
+
+
+def for_group(cfgs: Sequence[Config], every_s: float | None = None) -> Checkpoint | None:
+    """The checkpoint of the group ``cfgs`` in the running sweep's folder, or None when the
+    sweep keeps none (outside a run directory, on Ray)."""
+    if _FOLDER is None:
+        return None
+    keys = [config_hash(c.to_dict()) for c in cfgs]
+    name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:24]
+    return Checkpoint(_FOLDER / f"{name}.pt", keys, CHECKPOINT_EVERY_S if every_s is None else every_s)
+
+
+class Checkpoint:
+    """One group's saved state: :meth:`load` what an earlier run saved, :meth:`save` when
+    :meth:`due`, :meth:`clear` once the group is done."""
+
+    def __init__(self, path: Path, keys: Sequence[str], every_s: float = CHECKPOINT_EVERY_S):
+        self.path, self.keys, self.every_s = Path(path), list(keys), every_s
+        self._since = time.monotonic()
+
+    def load(self) -> dict[str, Any] | None:
+        """The state saved for this group, or None (none saved, another format, other points,
+        or a file that does not read back)."""
+        if not self.path.is_file():
+            return None
+        try:
+            saved = torch.load(self.path, map_location="cpu", weights_only=True)
+        except Exception:  # noqa: BLE001 - an unreadable checkpoint only costs the time it saved
+            return None
+        if not isinstance(saved, dict) or saved.get("format") != _FORMAT or saved.get("keys") != self.keys:
+            return None
+        return saved["state"]
+
+    def due(self) -> bool:
+        """Whether :data:`every_s` passed since this checkpoint was made or last saved."""
+        return time.monotonic() - self._since >= self.every_s
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Write ``state`` (tensors, numbers, lists, dicts) whole: a temporary file, then a rename."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        try:
+            torch.save({"format": _FORMAT, "keys": self.keys, "state": state}, tmp)
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._since = time.monotonic()
+
+    def clear(self) -> None:
+        """Remove the saved state (the group is done)."""
+        self.path.unlink(missing_ok=True)
