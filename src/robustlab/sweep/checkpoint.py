@@ -15,15 +15,18 @@ local backend, in this process or a pool worker; Ray's workers may sit on other 
 a Ray run keeps none). A study asks for its group's checkpoint with :func:`for_group`, which
 is None outside a run directory. Files are written whole (a temporary file, then a rename),
 so a run killed while saving leaves the previous checkpoint, and the study removes its file
-once the group's results are returned.
+once the group's results are returned. A save that fails (a full disk) is a warning recorded
+with the group's points, not a failure: the group trains on without checkpoints.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,17 +88,33 @@ class Checkpoint:
         """Whether :data:`every_s` passed since this checkpoint was made or last saved."""
         return time.monotonic() - self._since >= self.every_s
 
+    @property
+    def _tmp(self) -> Path:
+        # one name per group, so a save killed half-way leaves a file the next save replaces
+        # (one process writes a run directory at a time: the run lock)
+        return self.path.with_name(self.path.name + ".tmp")
+
     def save(self, state: dict[str, Any]) -> None:
-        """Write ``state`` (tensors, numbers, lists, dicts) whole: a temporary file, then a rename."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
+        """Write ``state`` (tensors, numbers, lists, dicts) whole: a temporary file, then a
+        rename. A save that fails (a full disk) warns, once, and the group trains on without
+        checkpoints: they only save time, and the group's results do not depend on them."""
+        if self.every_s == math.inf:
+            return
         try:
-            torch.save({"format": _FORMAT, "keys": self.keys, "state": state}, tmp)
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"format": _FORMAT, "keys": self.keys, "state": state}, self._tmp)
+            os.replace(self._tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self._tmp.unlink(missing_ok=True)
+            self.every_s = math.inf  # no more tries for this group
+            warnings.warn(f"could not save a training checkpoint in {self.path.parent} ({exc}); the group "
+                          "trains on without one, and an interruption would restart it", RuntimeWarning,
+                          stacklevel=2)
         self._since = time.monotonic()
 
     def clear(self) -> None:
-        """Remove the saved state (the group is done)."""
-        self.path.unlink(missing_ok=True)
+        """Remove the saved state (the group is done), and any save left half-written."""
+        for f in (self.path, self._tmp):
+            with contextlib.suppress(OSError):
+                f.unlink(missing_ok=True)
