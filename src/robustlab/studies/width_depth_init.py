@@ -354,11 +354,12 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     if saved is not None and not resume_fits(saved["train"], model, spec, E):
         saved = None  # saved by other code: this run starts the group afresh
     trained_before = 0.0  # seconds of training in earlier runs of this group
-    if saved is not None:
-        for k in AT_TARGET:
+    if saved is not None:  # copies of the small parts; the training state goes to train_supervised,
+        for k in AT_TARGET:  # and no reference here keeps the mapped file (Checkpoint.load) alive
             at[k].copy_(saved["at"][k])
-        early.update(saved["early"])
-        trained_before = saved["train_seconds"]
+        early.update({k: v.clone() for k, v in saved["early"].items()})
+        trained_before = float(saved["train_seconds"])
+        saved = {"train": saved["train"]}
     t_train = time.perf_counter()
 
     def on_checkpoint(state: Callable[[], dict]) -> None:
@@ -369,7 +370,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs],
                            on_checkpoint=on_checkpoint if ck is not None else None,
-                           resume=saved["train"] if saved is not None else None)
+                           resume=saved.pop("train") if saved is not None else None)
     t_train = trained_before + time.perf_counter() - t_train
     tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
     te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)

@@ -77,7 +77,9 @@ class Checkpoint:
         if not self.path.is_file():
             return None
         try:
-            saved = torch.load(self.path, map_location="cpu", weights_only=True)
+            # mapped, not read in: a paper group's state is 4 GB, and the worker holds its model
+            # beside it; pages are read as the study copies them into place (copy-on-write)
+            saved = torch.load(self.path, map_location="cpu", weights_only=True, mmap=True)
         except Exception:  # noqa: BLE001 - an unreadable checkpoint only costs the time it saved
             return None
         if not isinstance(saved, dict) or saved.get("format") != _FORMAT or saved.get("keys") != self.keys:

@@ -319,10 +319,11 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
             resume["frozen_any"], resume["sel"]
         if sel is not None:  # the copies still training, in their own stacks (as compaction left them)
             work = [p.detach()[sel] for p in params]
-            wbufs = None if bufs is None else [b.to(dev) for b in resume["bufs"]]
+            wbufs = None if bufs is None else [b.to(dev, copy=True) for b in resume["bufs"]]
         elif bufs is not None:
             for b, v in zip(bufs, resume["bufs"]):
                 b.copy_(v)
+        resume = None  # copied into place: the saved tensors may go
     model.train()
     for t in range(start, T):
         lr = spec.lr_at(t)
