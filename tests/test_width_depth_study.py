@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -275,14 +276,23 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
     assert checkpoint.Checkpoint(saved, torch.load(saved, weights_only=True)["keys"]).load()["train"]["epoch"] == 2
     epochs, real = [], W.train_supervised
 
+    mapped = []
+
     def train(*a, **k):  # the epoch each group's training starts from
         epochs.append(k["resume"]["epoch"] if k.get("resume") else 0)
-        return real(*a, **k)
+        on_epoch = k["on_epoch"]
+
+        def check(epoch):  # while it trains, the loaded checkpoint is no longer mapped
+            mapped.append(str(saved.name) in Path("/proc/self/maps").read_text())
+            on_epoch(epoch)
+
+        return real(*a, **{**k, "on_epoch": check})
 
     monkeypatch.setattr(W, "train_supervised", train)
     assert main([*args, "--out", str(out)]) == 0  # resumes
     monkeypatch.setattr(W, "train_supervised", real)
     assert epochs == [2, 0]  # the killed group goes on from its epoch 2, the other starts afresh
+    assert mapped and not any(mapped)
     assert not (out / "checkpoints").exists()
     assert main([*args, "--out", str(clean)]) == 0
     timing = {"seconds", "train_seconds", "gflops"}

@@ -259,8 +259,9 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     when it likes (:mod:`robustlab.sweep.checkpoint`).
     ``resume``: such a state, with ``model`` as built (its initial weights, from which the
     lazy ratio counts) and ``generators`` as created: training goes on from that epoch and
-    returns what an uninterrupted call returns, bit for bit (tested). A state that does not
-    fit the model and schedule raises :class:`ValueError` before anything changes.
+    returns what an uninterrupted call returns, bit for bit (tested). The dict is emptied once
+    its values are copied into place. A state that does not fit the model and schedule raises
+    :class:`ValueError` before anything changes.
     """
     E = len(generators)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -307,23 +308,11 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     if resume is not None:  # go on from an earlier call's state at the end of an epoch
         if not resume_fits(resume, model, spec, E):
             raise ValueError(f"the training state to resume does not fit this model and schedule (E={E}, epochs={T})")
-        with torch.no_grad():
-            for p, v in zip(params, resume["params"]):
-                p.copy_(v)
-        active.copy_(resume["active"])
-        for k, v in traces.items():
-            v.copy_(resume[k])
-        for g, st in zip(generators, resume["generators"]):
-            g.set_state(st)
-        start, lrs, steps, frozen_any, sel = resume["epoch"], list(resume["lrs"]), resume["steps"], \
-            resume["frozen_any"], resume["sel"]
+        start, lrs, steps, frozen_any, sel, saved_bufs = _restore(resume, params, bufs, active, traces, generators)
         if sel is not None:  # the copies still training, in their own stacks (as compaction left them)
             work = [p.detach()[sel] for p in params]
-            wbufs = None if bufs is None else [b.to(dev, copy=True) for b in resume["bufs"]]
-        elif bufs is not None:
-            for b, v in zip(bufs, resume["bufs"]):
-                b.copy_(v)
-        resume = None  # copied into place: the saved tensors may go
+            wbufs = None if saved_bufs is None else [b.to(dev) for b in saved_bufs]
+        del saved_bufs
     model.train()
     for t in range(start, T):
         lr = spec.lr_at(t)
@@ -400,6 +389,35 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         if on_checkpoint is not None and t + 1 < T:
             on_checkpoint(lambda epoch=t + 1: state(epoch))
     return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped, reached)
+
+
+def _restore(resume: dict, params: Sequence[torch.Tensor], bufs: Sequence[torch.Tensor] | None,
+             active: torch.Tensor, traces: dict[str, torch.Tensor], generators: Sequence[torch.Generator]
+             ) -> tuple[int, list[float], int, bool, list[int] | None, list[torch.Tensor] | None]:
+    """Copy a checked ``resume`` state into the training's own tensors and generators, and
+    empty the dict: its tensors may map a checkpoint file of gigabytes, and the call's
+    arguments stay referenced until ``train_supervised`` returns, so only emptying it (and
+    keeping no tensor of it in a local name) lets that mapping, and a replaced file's disk
+    space, go. Returns the epoch, the lrs, the steps, whether copies froze, the copies still
+    training (None: all) and, when those are a subset, copies of their momentum buffers."""
+    with torch.no_grad():
+        for p, v in zip(params, resume["params"]):
+            p.copy_(v)
+        active.copy_(resume["active"])
+        for k, mine in traces.items():
+            mine.copy_(resume[k])
+        for g, st in zip(generators, resume["generators"]):
+            g.set_state(st)
+        sel, saved_bufs = resume["sel"], None
+        if resume["bufs"] is not None:
+            if sel is None:
+                for b, v in zip(bufs, resume["bufs"]):
+                    b.copy_(v)
+            else:
+                saved_bufs = [v.clone() for v in resume["bufs"]]
+    out = resume["epoch"], list(resume["lrs"]), resume["steps"], resume["frozen_any"], sel, saved_bufs
+    resume.clear()
+    return out
 
 
 def resume_fits(resume: dict, model: nn.Module, spec: SGDSpec, E: int) -> bool:
