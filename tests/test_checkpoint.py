@@ -36,9 +36,13 @@ def test_a_saved_state_reads_back_only_for_its_own_points(tmp_path):
     assert checkpoint.Checkpoint(ck.path, ["another"]).load() is None  # another group's keys
     ck.path.write_bytes(b"not a checkpoint")
     assert ck.load() is None
+    ck.save(state, progress="he depth 8 width 4096 epoch 3/50")
+    (tmp_path / "junk.json").write_text("{not json")
+    assert checkpoint.progress_of(tmp_path) == ["he depth 8 width 4096 epoch 3/50"]  # the junk skipped
     ck._tmp.write_bytes(b"a save killed half-way")
     ck.clear()
-    assert not ck.path.exists() and not ck._tmp.exists()
+    assert not ck.path.exists() and not ck._tmp.exists() and not ck._note.exists()
+    assert checkpoint.progress_of(tmp_path) == [] and checkpoint.progress_of(tmp_path / "none") == []
 
 
 def test_a_save_that_fails_warns_once_and_the_group_goes_on(tmp_path):

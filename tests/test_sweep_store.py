@@ -307,14 +307,15 @@ def test_progress_off_a_terminal_prints_a_line_now_and_then_while_a_run_lasts(mo
     monkeypatch.setattr(progress, "LOG_EVERY_S", 0.05)
     fake = io.StringIO()
     monkeypatch.setattr("sys.stderr", fake)
-    with Progress(total=10, initial=2, label="wdi") as bar:
+    with Progress(total=10, initial=2, label="wdi", saved=lambda: ["he depth 8 width 4096 epoch 13/50"]) as bar:
         bar.running("init=he depth=8 width=4096 seeds=0..4")
         bar.advance(3, failed=1)
         deadline = time.monotonic() + 10
         while "\n" not in fake.getvalue() and time.monotonic() < deadline:
             time.sleep(0.01)
     lines = fake.getvalue().splitlines()
-    assert lines and lines[0].startswith("wdi: 5/10 points, failed=1, 0 min elapsed; running init=he depth=8")
+    assert lines and lines[0] == ("wdi: 5/10 points, failed=1, 0 min elapsed; running init=he depth=8 width=4096 "
+                                  "seeds=0..4; saved: he depth 8 width 4096 epoch 13/50")
     n = len(lines)
     time.sleep(0.2)
     assert len(fake.getvalue().splitlines()) == n  # the line stops with the run

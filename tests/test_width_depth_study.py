@@ -242,8 +242,8 @@ import os, signal, sys
 import robustlab.sweep.checkpoint as ck
 ck.CHECKPOINT_EVERY_S = 0.0  # a save at every epoch boundary
 save, n = ck.Checkpoint.save, [0]
-def save_then_die(self, state):
-    save(self, state)
+def save_then_die(self, state, **kw):
+    save(self, state, **kw)
     n[0] += 1
     if n[0] == 2:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -272,7 +272,8 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
     res = subprocess.run([sys.executable, "-c", _DIES_AFTER_TWO_SAVES, *args, "--out", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == -9, res.stderr
-    (saved,) = (out / "checkpoints").iterdir()
+    (saved,) = (out / "checkpoints").glob("*.pt")
+    assert checkpoint.progress_of(out / "checkpoints") == ["he depth 3 width 16 epoch 2/6"]  # for the log line
     assert checkpoint.Checkpoint(saved, torch.load(saved, weights_only=True)["keys"]).load()["train"]["epoch"] == 2
     epochs, real = [], W.train_supervised
 

@@ -364,8 +364,10 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
 
     def on_checkpoint(state: Callable[[], dict]) -> None:
         if ck.due():
-            ck.save({"train": state(), "at": at, "early": early,
-                     "train_seconds": trained_before + time.perf_counter() - t_train})
+            st = state()
+            ck.save({"train": st, "at": at, "early": early,
+                     "train_seconds": trained_before + time.perf_counter() - t_train},
+                    progress=f"{base.init} depth {base.depth} width {base.width} epoch {st['epoch']}/{spec.epochs}")
 
     log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs],

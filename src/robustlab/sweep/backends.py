@@ -85,8 +85,11 @@ class _Sink:
 def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepOptions, *,
             total: int, already: int, label: str, describe: Describe | None = None) -> int:
     """Run ``groups`` on the chosen backend into ``store``; returns how many points failed."""
+    from .checkpoint import progress_of
+
     describe = describe or (lambda g: f"seed={g[0].seed}")
-    with Progress(total=total, initial=already, label=label, quiet=options.quiet) as bar:
+    saved = None if options.backend == "ray" else (lambda: progress_of(_checkpoints(store)))
+    with Progress(total=total, initial=already, label=label, quiet=options.quiet, saved=saved) as bar:
         sink = _Sink(store, bar, options.retry_failed)
         if not groups:
             return 0

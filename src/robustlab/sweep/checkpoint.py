@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import math
 import os
 import time
@@ -35,7 +36,7 @@ import torch
 
 from ..config import Config, config_hash
 
-__all__ = ["CHECKPOINT_EVERY_S", "Checkpoint", "folder", "for_group"]
+__all__ = ["CHECKPOINT_EVERY_S", "Checkpoint", "folder", "for_group", "progress_of"]
 
 CHECKPOINT_EVERY_S = 600.0  # at most one save per this many seconds of a group's training
 _FORMAT = 1
@@ -96,16 +97,26 @@ class Checkpoint:
         # (one process writes a run directory at a time: the run lock)
         return self.path.with_name(self.path.name + ".tmp")
 
-    def save(self, state: dict[str, Any]) -> None:
+    @property
+    def _note(self) -> Path:
+        return self.path.with_suffix(".json")
+
+    def save(self, state: dict[str, Any], *, progress: str | None = None) -> None:
         """Write ``state`` (tensors, numbers, lists, dicts) whole: a temporary file, then a
-        rename. A save that fails (a full disk) warns, once, and the group trains on without
-        checkpoints: they only save time, and the group's results do not depend on them."""
+        rename; ``progress`` (e.g. ``"epoch 13/50"``) goes beside it, for the run's log line
+        (:func:`progress_of`). A save that fails (a full disk) warns, once, and the group
+        trains on without checkpoints: they only save time, and the group's results do not
+        depend on them."""
         if self.every_s == math.inf:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             torch.save({"format": _FORMAT, "keys": self.keys, "state": state}, self._tmp)
             os.replace(self._tmp, self.path)
+            if progress is not None:
+                tmp = self._note.with_name(self._note.name + ".tmp")
+                tmp.write_text(json.dumps({"progress": progress, "points": len(self.keys)}))
+                os.replace(tmp, self._note)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 self._tmp.unlink(missing_ok=True)
@@ -117,6 +128,16 @@ class Checkpoint:
 
     def clear(self) -> None:
         """Remove the saved state (the group is done), and any save left half-written."""
-        for f in (self.path, self._tmp):
+        for f in (self.path, self._tmp, self._note):
             with contextlib.suppress(OSError):
                 f.unlink(missing_ok=True)
+
+
+def progress_of(path: str | Path) -> list[str]:
+    """What the groups that saved a checkpoint in the folder ``path`` said of their progress
+    at their last save (``["epoch 13/50", …]``, in no set order); unreadable notes are skipped."""
+    out = []
+    for f in sorted(Path(path).glob("*.json")) if Path(path).is_dir() else []:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            out.append(str(json.loads(f.read_text())["progress"]))
+    return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tqdm import tqdm
@@ -34,7 +35,8 @@ def in_notebook() -> bool:
 
 
 class Progress:
-    def __init__(self, *, total: int, initial: int = 0, label: str = "", quiet: bool = False):
+    def __init__(self, *, total: int, initial: int = 0, label: str = "", quiet: bool = False,
+                 saved: Callable[[], list[str]] | None = None):
         self.failed = 0
         self.current = ""
         self.label, self.quiet = label, quiet
@@ -48,6 +50,7 @@ class Progress:
         self.bar = bar_class(total=total, initial=initial, desc=label, unit="pt", disable=self.disabled,
                         leave=False, dynamic_ncols=True, file=sys.stderr)
         self.total, self.done, self.start = total, initial, time.monotonic()
+        self.saved = saved  # the running groups' progress at their last checkpoint, for the line
         self._stop = threading.Event()
         self._log: threading.Thread | None = None
         if self.disabled and not quiet and LOG_EVERY_S > 0:  # off a terminal: a line now and then
@@ -72,7 +75,9 @@ class Progress:
         minutes = (time.monotonic() - self.start) / 60
         now = f"; running {self.current}" if self.current else ""
         head = f"{self.label}: " if self.label else ""
-        return f"{head}{self.done}/{self.total} points, failed={self.failed}, {minutes:.0f} min elapsed{now}"
+        saved = self.saved() if self.saved is not None else []
+        within = f"; saved: {', '.join(saved)}" if saved else ""
+        return f"{head}{self.done}/{self.total} points, failed={self.failed}, {minutes:.0f} min elapsed{now}{within}"
 
     def _postfix(self) -> str:
         return f"{self.current} | failed={self.failed}" if self.current else f"failed={self.failed}"
