@@ -104,6 +104,30 @@ class SmallCNN(nn.Module):
         return self.net(x)
 
 
+class Opaque(nn.Module):
+    """A model behind a forward that torch.fx cannot trace (a branch on the input): autograd."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        if x.dim() != 2:
+            raise ValueError("expected (N, 64) digits")
+        return self.net(x)
+
+
+class Custom(nn.Module):
+    """The MLP as a user writes it, layers as attributes: its forward traces to a chain."""
+
+    def __init__(self, mlp: nn.Sequential):
+        super().__init__()
+        self.fc1, self.fc2 = mlp[0], mlp[2]
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
 def bench_pgd_overhead(threads: int = 2, rounds: int = 7, memory: str = "glibc's default malloc") -> None:
     """Issue 14's setting: small models, where per-step overhead (not the matmuls) decides."""
     import torchattacks
@@ -114,15 +138,20 @@ def bench_pgd_overhead(threads: int = 2, rounds: int = 7, memory: str = "glibc's
     torch.set_num_threads(threads)
     print(f"\n[0] l-inf PGD at equal work, {len(xb)} digits, {steps} steps, eps={eps}, step eps/4, "
           f"{threads} threads, best of {rounds} interleaved, {memory} (load {os.getloadavg()[0]:.2f})")
-    print(f"{'model':<36}{'torchattacks ms':>16}{'robustlab ms':>14}{'ratio':>8}{'TA rob.acc':>12}{'rl rob.acc':>12}")
+    print(f"{'model':<44}{'torchattacks ms':>16}{'robustlab ms':>14}{'ratio':>8}{'TA rob.acc':>12}{'rl rob.acc':>12}")
     torch.manual_seed(0)
     mlp = train(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)), x[:1200], y[:1200],
                 nn.functional.cross_entropy)
     torch.manual_seed(0)
     cnn = train(SmallCNN(), x[:1200], y[:1200], nn.functional.cross_entropy)
-    # an nn.Sequential takes robustlab's closed-form pull-back (models/pullback.py); the same
-    # CNN behind a custom forward() takes the autograd route, as any other user module does
-    for name, model in (("MLP 64-128-10", mlp), ("small CNN, custom forward", cnn), ("small CNN, nn.Sequential", cnn.net)):
+    # an nn.Sequential takes robustlab's closed-form pull-back (models/pullback.py), and so does
+    # a custom forward() that torch.fx traces to a chain of its layers; a forward it cannot
+    # trace takes the autograd route, as any other user module does
+    models = (("MLP 64-128-10", mlp), ("MLP, custom forward (traced)", Custom(mlp).eval()),
+              ("MLP, untraceable forward (autograd)", Opaque(mlp).eval()),
+              ("small CNN, custom forward (traced)", cnn), ("small CNN, nn.Sequential", cnn.net),
+              ("small CNN, untraceable (autograd)", Opaque(cnn.net).eval()))
+    for name, model in models:
         fns = {
             "ta": lambda model=model: torchattacks.PGD(model, eps=eps, alpha=eps / 4, steps=steps,
                                                        random_start=False)(xb, yb),
@@ -130,7 +159,7 @@ def bench_pgd_overhead(threads: int = 2, rounds: int = 7, memory: str = "glibc's
         }
         for clock, label in ((time.perf_counter, "wall"), (time.process_time, "cpu")):
             t = best_times(fns, rounds=rounds, clock=clock)
-            print(f"{name + ' (' + label + ')':<36}{t['ta'] * 1e3:>16.2f}{t['rl'] * 1e3:>14.2f}"
+            print(f"{name + ' (' + label + ')':<44}{t['ta'] * 1e3:>16.2f}{t['rl'] * 1e3:>14.2f}"
                   f"{t['ta'] / t['rl']:>7.2f}x{accuracy(model, fns['ta'](), yb):>12.3f}"
                   f"{accuracy(model, fns['rl'](), yb):>12.3f}")
     # where the MLP's time goes: a call's fixed cost (0 steps: robustlab still checks its

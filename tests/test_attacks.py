@@ -531,8 +531,11 @@ def test_autograd_route_pulls_back_the_closed_form_logit_gradient_exactly():
     code = ("import sys, torch; from robustlab.attacks import PGD, Linf\n"
             "class M(torch.nn.Module):\n"
             "    def __init__(s): super().__init__(); s.l = torch.nn.Linear(4, 3)\n"
-            "    def forward(s, x): return s.l(x)\n"
-            "PGD(Linf(0.1), steps=2, step_size=0.05)(M().eval(), torch.rand(5, 4), torch.tensor([0, 1, 2, 0, 1]))\n"
+            "    def forward(s, x): return torch.tanh(s.l(x))\n"  # autograd
+            "class T(M):\n"
+            "    def forward(s, x): return s.l(x).relu()\n"  # traced to a chain (torch.fx), closed form
+            "for m in (M(), T()):\n"
+            "    PGD(Linf(0.1), steps=2, step_size=0.05)(m.eval(), torch.rand(5, 4), torch.tensor([0, 1, 2, 0, 1]))\n"
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -1,17 +1,19 @@
-"""The closed-form pull-back of plain nn.Sequential stacks (models/pullback.py), in float64
-against autograd, and the models it must refuse (autograd then runs instead)."""
+"""The closed-form pull-back of plain nn.Sequential stacks and of forwards that torch.fx traces
+to such a chain (models/pullback.py), in float64 against autograd, and the models it must
+refuse (autograd then runs instead)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrizations
 
 from robustlab.attacks import FGSM, PGD, Linf
 from robustlab.attacks.base import _autograd_forward_and_grad, gradient_fn
 from robustlab.attacks.losses import cross_entropy, margin_loss
-from robustlab.models.pullback import sequential_pullback
+from robustlab.models.pullback import sequential_pullback, traced_layers
 
 
 def sequential_output_and_vjp(model, x):
@@ -124,13 +126,16 @@ def test_gradient_fn_closed_form_route_equals_autograd_route(loss_fn, make, shap
 
 
 class _Wrapped(nn.Module):
-    """The same network behind a custom forward: attacks take the autograd route."""
+    """The same network behind a custom forward that torch.fx cannot trace (a branch on the
+    input): attacks take the autograd route."""
 
     def __init__(self, seq: nn.Module):
         super().__init__()
         self.seq = seq
 
     def forward(self, x):
+        if x.dim() < 2:
+            raise ValueError("a batch, please")
         return self.seq(x)
 
 
@@ -189,3 +194,134 @@ def test_binary_sequential_falls_back_to_autograd_once(monkeypatch):
     assert len(calls) == 1
     z2, loss2, g2, ok2 = _autograd_forward_and_grad(model, x, y, cross_entropy, False)
     torch.testing.assert_close(g, g2, rtol=0, atol=1e-12)
+
+
+# --- custom forwards that torch.fx traces to a chain ---------------------------------------
+
+class _Net(nn.Module):
+    """Layers as attributes, with the functional spellings of ReLU and flatten in forward."""
+
+    def __init__(self, style: int):
+        super().__init__()
+        self.style = style
+        self.conv1, self.conv2 = nn.Conv2d(2, 4, 3, padding=1), nn.Conv2d(4, 6, 3, stride=2, padding=1)
+        self.head = nn.Sequential(nn.Linear(6 * 4 * 4, 9), nn.ReLU(), nn.Linear(9, 5))
+        self.unflat = nn.Unflatten(1, (2, 7, 7))
+
+    def forward(self, x):
+        h = self.conv1(self.unflat(x))
+        if self.style == 0:
+            h = self.conv2(F.relu(h)).relu()
+            h = torch.flatten(h, 1)
+        else:
+            h = torch.relu(self.conv2(F.relu(h, inplace=True)))
+            h = h.flatten(start_dim=1)
+        return self.head(h)
+
+
+class _Seq(nn.Module):  # a forward that only calls a Sequential (a common wrapper)
+    def __init__(self, seq):
+        super().__init__()
+        self.seq = seq
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+@pytest.mark.parametrize("make", [lambda: _Net(0), lambda: _Net(1), lambda: _Seq(_cnn()), lambda: _Seq(_mlp())])
+def test_traced_forward_pulls_back_like_autograd_float64(make):
+    torch.manual_seed(3)
+    model = make().double().eval()
+    d = 6 if isinstance(model, _Seq) and isinstance(model.seq[0], nn.Linear) else 98
+    x = torch.randn(9, d, dtype=torch.float64)
+    assert traced_layers(model) is not None
+    z, vjp = sequential_output_and_vjp(model, x)
+    dz = torch.randn_like(z)
+    xr = x.clone().requires_grad_(True)
+    out = model(xr)
+    (g_ref,) = torch.autograd.grad(out, xr, dz)
+    torch.testing.assert_close(z, out.detach(), rtol=0, atol=1e-12)
+    torch.testing.assert_close(vjp(dz), g_ref, rtol=0, atol=1e-12)
+    # the whole gradient route, against autograd's
+    y = torch.randint(0, 4, (9,))
+    for loss_fn in (cross_entropy, margin_loss):
+        got = gradient_fn(model, loss_fn)(x, y, check=True)
+        want = _autograd_forward_and_grad(model, x, y, loss_fn, check=True)
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+class _Fwd(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 3)
+        self.register_buffer("w", torch.ones(4, 3))
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(self, x)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda s, x: s.b(torch.tanh(s.a(x))),  # a function it does not model
+    lambda s, x: s.b(s.a(x) + x),  # a residual: x used twice
+    lambda s, x: s.b(s.a(x)) * 2,  # a scale after the chain
+    lambda s, x: s.b(s.a(x) if x.sum() > 0 else x),  # a branch on the input
+    lambda s, x: s.a(x) @ s.w,  # a buffer
+    lambda s, x: (s.b(s.a(x)), x),  # more than one output
+    lambda s, x: s.b(F.relu(s.a(x))).log_softmax(1),  # a method it does not model
+    lambda s, x: s.b(s.a(x).flatten(1, x.dim() - 1)),  # a flatten over an input-dependent axis
+])
+def test_traced_forward_refuses_what_it_does_not_model(fn):
+    model = _Fwd(fn).eval()
+    assert traced_layers(model) is None and sequential_pullback(model) is None
+    x, y = torch.rand(5, 4), torch.tensor([0, 1, 2, 0, 1])
+    if isinstance(model(x), torch.Tensor):  # autograd attacks it, as before
+        a = PGD(Linf(0.1), steps=3, step_size=0.05)(model, x, y)
+        assert a.shape == x.shape
+
+
+def test_traced_forward_follows_the_module_as_it_changes():
+    """The trace is cached per module, but its layers are read at every call: a replaced
+    submodule is seen, and a forward set on the instance is refused."""
+    model = _Fwd(lambda s, x: s.b(F.relu(s.a(x)))).eval()
+    assert [type(m) for m in traced_layers(model)] == [nn.Linear, nn.ReLU, nn.Linear]
+    model.a = nn.Sequential(nn.Linear(4, 4), nn.ReLU())  # a Sequential is flattened
+    assert [type(m) for m in traced_layers(model)] == [nn.Linear, nn.ReLU, nn.ReLU, nn.Linear]
+    model.b = nn.Tanh()
+    assert traced_layers(model) is None
+    model.b = nn.Linear(4, 3)
+    model.b.register_forward_hook(lambda mod, inp, out: out * 2)  # a hook: not a plain layer
+    assert traced_layers(model) is None
+    model.b = nn.Linear(4, 3)
+    assert traced_layers(model) is not None
+    model.forward = lambda x: model.b(F.relu(model.a(x)))  # set on the instance: fx would trace
+    assert traced_layers(model) is None  # the class's forward instead, so it is refused
+
+
+def test_gradient_fn_checks_a_traced_chain_against_the_model():
+    """A forward whose Python state changed after it was traced (the cached chain no longer
+    describes it) is caught by the first call's comparison, and autograd runs instead."""
+    torch.manual_seed(4)
+
+    def fwd(s, x):
+        out = s.b(F.relu(s.a(x)))
+        return out * 3.0 if s.scaled else out  # a branch on the module's state, not on x
+
+    model = _Fwd(fwd).double().eval()
+    model.scaled = False
+    assert traced_layers(model) is not None  # traced (and cached) while scaled is False
+    model.scaled = True
+    assert traced_layers(model) is not None  # the cache does not see the flag...
+    x, y = torch.randn(7, 4, dtype=torch.float64), torch.randint(0, 3, (7,))
+    got = gradient_fn(model, cross_entropy)(x, y)  # ...the first call's comparison does
+    want = _autograd_forward_and_grad(model, x, y, cross_entropy, False)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+    # an attack on it equals one on the same function written so that it never traces
+    twin = _Fwd(lambda s, t: s.b(F.relu(s.a(t))) * 3.0).double().eval()
+    twin.load_state_dict(model.state_dict())
+    assert traced_layers(twin) is None
+    a = PGD(Linf(0.2), steps=5, step_size=0.05)(model, x, y, bounds=None)
+    b = PGD(Linf(0.2), steps=5, step_size=0.05)(twin, x, y, bounds=None)
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-12)

@@ -6,9 +6,9 @@ eval mode (its mode restored afterwards), parameters are frozen while attacking 
 ``.grad`` is never touched), inputs are never mutated, and input gradients come from
 ``torch.autograd.grad`` on per-sample losses — or, for a model with a closed-form
 ``output_and_vjp(x) -> (outputs, dz ↦ input gradient)`` (robustlab's patch CNN, and
-``Flat`` around it) or a plain ``nn.Sequential`` of linear, convolution and ReLU layers
-(:mod:`robustlab.models.pullback`), from that, whenever the loss's logit gradient is
-closed-form too.
+``Flat`` around it) or a plain ``nn.Sequential`` of linear, convolution and ReLU layers, or a
+module whose ``forward`` traces to such a chain (:mod:`robustlab.models.pullback`), from
+that, whenever the loss's logit gradient is closed-form too.
 """
 
 from __future__ import annotations
@@ -68,22 +68,31 @@ def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor]
 
     Built-in multi-class losses take their logit gradient in closed form
     (:func:`losses.loss_grad_correct`) and pull it back with the model's own
-    ``output_and_vjp`` where it has one, else in closed form for a plain ``nn.Sequential``
-    (:func:`~robustlab.models.pullback.sequential_pullback`), else with one
+    ``output_and_vjp`` where it has one, else in closed form for a plain ``nn.Sequential`` or a
+    ``forward`` that traces to one (:func:`~robustlab.models.pullback.sequential_pullback`; a
+    traced chain's first outputs are checked against ``model(x)``), else with one
     ``autograd.grad(out, x, ·)``; other losses go through autograd of ``loss.sum()``.
     ``check=True`` runs the label, output and gradient sanity checks (one host sync each).
     """
     closed = closed_form(loss_fn)
-    pullback = None
+    pullback, confirm = None, False
     if closed is not None:
-        pullback = getattr(model, "output_and_vjp", None) or sequential_pullback(model)
+        pullback = getattr(model, "output_and_vjp", None)
+        if pullback is None:
+            pullback = sequential_pullback(model)
+            # a custom forward traced to a chain: its first outputs are checked against the model's
+            confirm = pullback is not None and type(model) is not nn.Sequential
 
     def grad(x: torch.Tensor, y: torch.Tensor, *, check: bool = False):
-        nonlocal pullback
+        nonlocal pullback, confirm
         result = None
         if pullback is not None:
             with torch.no_grad():  # closed-form pull-back, no graph
                 pulled = pullback(x.detach())
+                if pulled is not None and confirm:
+                    confirm = False
+                    if not _same_outputs(pulled[0], model(x.detach())):
+                        pulled, pullback = None, None  # the trace missed something: autograd
                 if pulled is not None:
                     z, vjp = pulled
                     if check:
@@ -101,6 +110,14 @@ def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor]
         return result
 
     return grad
+
+
+def _same_outputs(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal up to the rounding of another GEMM layout (a wrong chain is off by O(1))."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    scale = float(b.abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0).max()) if b.numel() else 0.0
+    return torch.allclose(a, b, rtol=1e-3, atol=1e-3 * scale, equal_nan=True)
 
 
 def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool):
