@@ -41,12 +41,9 @@ def _relu_first():  # the first layer acts on the caller's x: it must not be wri
     return nn.Sequential(nn.ReLU(), nn.Flatten(), nn.Linear(8, 3))
 
 
-@pytest.mark.parametrize("make, shape", [(_mlp, (11, 6)), (_cnn, (11, 98)), (_relu_first, (11, 2, 4))])
-def test_pullback_matches_autograd_float64(make, shape):
-    torch.manual_seed(0)
-    model = make().double().eval()
-    x = torch.randn(*shape, dtype=torch.float64)
-    x0 = x.clone()
+def _matches_autograd(model, x):
+    """The pull-back's outputs and input gradient against autograd's (float64, to 1e-12);
+    returns the vjp, the logit gradient it was checked with and autograd's answer."""
     pulled = sequential_output_and_vjp(model, x)
     assert pulled is not None
     z, vjp = pulled
@@ -56,6 +53,16 @@ def test_pullback_matches_autograd_float64(make, shape):
     (g_ref,) = torch.autograd.grad(out, xr, dz)
     torch.testing.assert_close(z, out.detach(), rtol=0, atol=1e-12)
     torch.testing.assert_close(vjp(dz), g_ref, rtol=0, atol=1e-12)
+    return vjp, dz, g_ref
+
+
+@pytest.mark.parametrize("make, shape", [(_mlp, (11, 6)), (_cnn, (11, 98)), (_relu_first, (11, 2, 4))])
+def test_pullback_matches_autograd_float64(make, shape):
+    torch.manual_seed(0)
+    model = make().double().eval()
+    x = torch.randn(*shape, dtype=torch.float64)
+    x0 = x.clone()
+    vjp, dz, g_ref = _matches_autograd(model, x)
     assert torch.equal(x, x0)
     # a transposed (non-contiguous) logit gradient, as the closed-form cross-entropy gives it
     torch.testing.assert_close(vjp(dz.t().contiguous().t()), g_ref, rtol=0, atol=1e-12)
@@ -235,13 +242,7 @@ def test_traced_forward_pulls_back_like_autograd_float64(make):
     d = 6 if isinstance(model, _Seq) and isinstance(model.seq[0], nn.Linear) else 98
     x = torch.randn(9, d, dtype=torch.float64)
     assert traced_layers(model) is not None
-    z, vjp = sequential_output_and_vjp(model, x)
-    dz = torch.randn_like(z)
-    xr = x.clone().requires_grad_(True)
-    out = model(xr)
-    (g_ref,) = torch.autograd.grad(out, xr, dz)
-    torch.testing.assert_close(z, out.detach(), rtol=0, atol=1e-12)
-    torch.testing.assert_close(vjp(dz), g_ref, rtol=0, atol=1e-12)
+    _matches_autograd(model, x)
     # the whole gradient route, against autograd's
     y = torch.randint(0, 4, (9,))
     for loss_fn in (cross_entropy, margin_loss):
