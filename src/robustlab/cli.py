@@ -226,7 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("study is required: a study name, a .py file, or --config EXP.TOML")
     _early_workers(args)
     from .api import execute_run, prepare_run
-    from .report.html import claim_table_text, strict_failures
+    from .report.html import claim_table_text
 
     options = _sweep_options(args)
     p, out = prepare_run(args.study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
@@ -251,9 +251,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     n_fail = len(summary["failures"])
     n_points = summary["section"].manifest.get("n_points", "?")
     print(f"{n_points} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {run.out}/report.html")
-    if args.strict and strict_failures(summary["claims"]):
+    return _claims_exit(summary["claims"], args.strict)
+
+
+def _claims_exit(claims: list[dict], strict: bool) -> int:
+    """1 when a self-check does not hold (always: robustlab's own code is wrong), or, with
+    ``--strict``, when a paper claim is contradicted or inconclusive."""
+    from .report.html import self_check_failures, strict_failures
+
+    broken = self_check_failures(claims)
+    if broken:
+        print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
+              + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
         return 1
-    return 0
+    return 1 if strict and strict_failures(claims) else 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -297,7 +308,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_rerun(args: argparse.Namespace) -> int:
     from . import records
     from .api import rerun
-    from .report.html import claim_table_text, strict_failures
+    from .report.html import claim_table_text
     from .sweep.runner import SweepOptions
 
     options = SweepOptions(backend=args.backend, workers=args.workers, quiet=args.quiet)
@@ -313,9 +324,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"note: recorded on {cpu[0][0]} ({cpu[0][1]} kernels), re-run on {cpu[1][0]} ({cpu[1][1]} "
               "kernels): the CPU kernels sum in the order their instruction set suits, so results can "
               "differ in the last bits, and trained networks further")
-    if args.strict and strict_failures(run.claims):
-        return 1
-    return 0
+    return _claims_exit(run.claims, args.strict)
 
 
 def _run_file_record(args: argparse.Namespace) -> dict | None:

@@ -164,9 +164,53 @@ def verdict_of(claim: dict[str, Any]) -> str:
 STRICT_FAIL = ("contradicted", "inconclusive")
 
 
+def kind_of(claim: dict[str, Any]) -> str:
+    """``claim``, ``self-check`` or ``exploratory`` (a claim dict from before kinds is a claim)."""
+    return claim.get("kind") or "claim"
+
+
+def paper_claims(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Only the paper's statements: what "N of M reproduced" counts."""
+    return [c for c in claims if kind_of(c) == "claim"]
+
+
+def self_check_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Self-checks that do not hold (contradicted): robustlab's own code is wrong, the run fails."""
+    return [c for c in claims if kind_of(c) == "self-check" and verdict_of(c) == "contradicted"]
+
+
+def self_check_line(claims: list[dict[str, Any]]) -> str:
+    """``self-checks: 3/4 hold (broken: lazy-ball)``, or '' when there are none."""
+    checks = [c for c in claims if kind_of(c) == "self-check"]
+    if not checks:
+        return ""
+    held = [c for c in checks if verdict_of(c) == "reproduced"]
+    bad = [c["id"] for c in checks if verdict_of(c) != "reproduced"]
+    return f"self-checks: {len(held)}/{len(checks)} hold" + (f" (not holding: {', '.join(bad)})" if bad else "")
+
+
+def control_text(claim: dict[str, Any]) -> str:
+    """``control: C0 = 1000 → contradicted ✓`` (✓: the control does not pass, so the test can fail)."""
+    if kind_of(claim) != "claim":
+        return ""
+    ctl = claim.get("control")
+    if not ctl:
+        return "no control: cannot fail-check"
+    mark = "✗" if ctl.get("verdict") == "reproduced" else "✓"
+    return f"control: {ctl.get('setting')} → {ctl.get('verdict')} {mark}"
+
+
+def excluded_text(claim: dict[str, Any]) -> str:
+    """``excluded: trained 3/20, lazy 1/20`` (the premises that removed points), or ''."""
+    parts = [f"{e['premise']} {e['excluded']}/{e['of']}" for e in claim.get("excluded") or () if e.get("excluded")]
+    return ("excluded: " + ", ".join(parts)) if parts else ""
+
+
 def strict_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The claims that make ``--strict`` exit 1 (see :data:`STRICT_FAIL`)."""
-    return [c for c in claims if verdict_of(c) in STRICT_FAIL]
+    """The claims that make ``--strict`` exit 1 (see :data:`STRICT_FAIL`), and self-checks that
+    do not hold."""
+    return [c for c in claims if (kind_of(c) == "claim" and verdict_of(c) in STRICT_FAIL)
+            or (kind_of(c) == "self-check" and verdict_of(c) != "reproduced" and verdict_of(c) != "not applicable")]
 
 
 def _threshold_text(claim: dict[str, Any]) -> str:
@@ -213,10 +257,14 @@ def attention_text(claim: dict[str, Any]) -> str:
 
 
 def _counts(sections: list[StudySection]) -> dict[str, int]:
-    claims = [c for s in sections for c in s.claims]
+    every = [c for s in sections for c in s.claims]
+    claims = paper_claims(every)
+    checks = [c for c in every if kind_of(c) == "self-check"]
     by = {v: sum(verdict_of(c) == v for c in claims) for v in VERDICT_WORDS}
     return {"claims": len(claims), "passed": by["reproduced"],
             "failed": len(claims) - by["reproduced"], **by,
+            "self_checks": len(checks), "self_checks_holding": sum(verdict_of(c) == "reproduced" for c in checks),
+            "exploratory": sum(kind_of(c) == "exploratory" for c in every),
             "failed_points": sum(len(s.failures) for s in sections),
             "problems": sum(len(s.problems) for s in sections)}
 
@@ -447,10 +495,14 @@ def _origin_text(m: dict[str, Any]) -> str:
 def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
     m = s.manifest or {}
     base = root / s.subdir if s.subdir else root
-    n_pass = sum(verdict_of(c) == "reproduced" for c in s.claims)
-    n_bad = sum(verdict_of(c) in ("contradicted", "inconclusive") for c in s.claims)
+    pc = paper_claims(s.claims)
+    n_pass = sum(verdict_of(c) == "reproduced" for c in pc)
+    n_bad = sum(verdict_of(c) in ("contradicted", "inconclusive") for c in pc)
     sweep = m.get("sweep") or {}
-    chips = [f"<span class='chip{' fail' if n_bad else ''}'>claims {n_pass}/{len(s.claims)} reproduced</span>"]
+    chips = [f"<span class='chip{' fail' if n_bad else ''}'>claims {n_pass}/{len(pc)} reproduced</span>"]
+    if self_check_line(s.claims):
+        chips.append(f"<span class='chip{' fail' if self_check_failures(s.claims) else ''}'>"
+                     f"{_esc(self_check_line(s.claims))}</span>")
     n_points = m.get("n_points")
     if n_points is not None:
         chips.append(f"<span class='chip{' fail' if s.failures else ''}'>points {n_points - len(s.failures)}"

@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import claims as claimsmod
 from .. import records, stats
 from ..config import Config, ConfigError, UserError, apply_overrides, config_hash
 from ..report import html as report_html
@@ -73,6 +74,13 @@ class Claim:
     needed, conditions); a bare verdict name or a bool (the old pass/fail: ``True`` is
     reproduced, ``False`` contradicted) is accepted and turned into one. ``passed`` is true
     only for a reproduced claim.
+
+    The claims engine (:mod:`robustlab.claims`): ``kind`` is ``claim``, ``self-check`` or
+    ``exploratory``; ``control`` the same rule where the effect must be absent (a reproduced
+    claim whose control passes too turns inconclusive here, so no study can forget it; the
+    verdict before that is kept in ``verdict_before_control``); ``excluded`` the points each
+    premise removed; ``across`` the verdict at every value of a knob the paper leaves open;
+    ``variants`` other protocols reported beside the main one (never substituted into it).
     """
 
     id: str
@@ -80,6 +88,12 @@ class Claim:
     verdict: Verdict | str | bool
     evidence: dict[str, Any]
     source: str = ""
+    kind: str = claimsmod.CLAIM
+    control: claimsmod.Control | None = None
+    excluded: Sequence[claimsmod.Exclusion] = ()
+    across: Mapping[str, Mapping[str, str]] | None = None
+    variants: Mapping[str, Verdict] | None = None
+    verdict_before_control: str = dataclasses.field(init=False, default="", compare=False)
 
     def __post_init__(self) -> None:
         v = self.verdict
@@ -90,6 +104,12 @@ class Claim:
         elif not isinstance(v, Verdict):
             raise TypeError(f"claim {self.id!r}: verdict must be a Verdict, a verdict name or a bool, "
                             f"got {type(v).__name__}")
+        if self.kind not in claimsmod.KINDS:
+            raise ValueError(f"claim {self.id!r}: kind={self.kind!r}: one of {', '.join(claimsmod.KINDS)}")
+        object.__setattr__(self, "excluded", tuple(self.excluded))
+        object.__setattr__(self, "verdict_before_control", v.verdict)
+        if self.kind == claimsmod.CLAIM:
+            v = claimsmod.with_control(v, self.control)
         object.__setattr__(self, "verdict", v)
 
     @property
@@ -101,8 +121,19 @@ class Claim:
         return self.decision.passed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "statement": self.statement, **self.decision.to_dict(),
-                "passed": self.passed, "evidence": self.evidence, "source": self.source}
+        d = {"id": self.id, "kind": self.kind, "statement": self.statement, **self.decision.to_dict(),
+             "passed": self.passed,
+             "control": None if self.control is None else self.control.to_dict(),
+             "excluded": [e.to_dict() for e in self.excluded],
+             "across": None if self.across is None else {k: dict(v) for k, v in self.across.items()},
+             "evidence": self.evidence, "source": self.source}
+        if self.kind == claimsmod.CLAIM and self.control is None:
+            d["fail_check"] = claimsmod.NO_CONTROL
+        if self.verdict_before_control != self.decision.verdict:
+            d["verdict_before_control"] = self.verdict_before_control
+        if self.variants:
+            d["variants"] = {k: v.to_dict() for k, v in self.variants.items()}
+        return d
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +187,30 @@ class Study:
     probe: Callable[[Config, int], Config] | None = None
     # where the study comes from, set by the loader (see studies/external.py); None: built-in
     origin: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
+    # the claims it checks, declared before any run (kind, premises by name, control setting),
+    # and the premises those names refer to: see robustlab.claims. Checked at construction, so
+    # a misspelt premise or a control outside every preset fails when the study is loaded.
+    claim_specs: Sequence[claimsmod.ClaimSpec] = ()
+    premises: Mapping[str, claimsmod.Premise] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        fields = [f.name for f in dataclasses.fields(self.config)] if dataclasses.is_dataclass(self.config) else []
+        defaults = {}
+        if dataclasses.is_dataclass(self.config):
+            for f in dataclasses.fields(self.config):
+                if f.default is not dataclasses.MISSING:
+                    defaults[f.name] = f.default
+        problems = claimsmod.validate_specs(self.name, list(self.claim_specs), dict(self.premises),
+                                            self.presets, fields, defaults)
+        if problems:
+            raise UserError(problems[0])
+
+    def spec(self, claim_id: str) -> claimsmod.ClaimSpec | None:
+        """The declaration of one claim (None: the study did not declare it)."""
+        for s in self.claim_specs:
+            if s.id == claim_id:
+                return s
+        return None
 
     def describe(self) -> str:
         return self.summary
@@ -758,7 +813,7 @@ def finalize(out: Path, study: Study) -> dict:
         claims = [Claim("no-results", "the study produced results",
                         Verdict(stats.INCONCLUSIVE, reason="no point produced results"),
                         {"failed_points": len(failures)}, study.source)]
-    claim_dicts = [c.to_dict() for c in claims]
+    claim_dicts = [_declared(study, c).to_dict() for c in claims]
     records.write_json(out / "claims.json", claim_dicts)
     section = report_html.StudySection(
         name=study.name, title=study.title, source=study.source, summary=study.summary,
@@ -769,6 +824,15 @@ def finalize(out: Path, study: Study) -> dict:
                              title=f"robustlab — {study.title}")
     return {"out": str(out), "claims": claim_dicts, "failures": failures, "problems": problems,
             "section": section}
+
+
+def _declared(study: Study, claim: Claim) -> Claim:
+    """A claim with the kind its study declared for it (the declaration wins: a study cannot
+    count a self-check among the paper's claims by forgetting to say so)."""
+    spec = study.spec(claim.id)
+    if spec is None or spec.kind == claim.kind:
+        return claim
+    return dataclasses.replace(claim, kind=spec.kind, verdict=claim.decision)
 
 
 def _warnings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

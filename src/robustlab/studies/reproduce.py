@@ -125,10 +125,12 @@ def _timed(fn: Any) -> tuple[Any, float]:
 
 
 def _study_line(label: str, sec: report_html.StudySection, seconds: float) -> str:
-    n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in sec.claims)
+    pc = report_html.paper_claims(sec.claims)
+    n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in pc)
     points = sec.manifest.get("n_points", "?")
+    checks = report_html.self_check_line(sec.claims)
     return (f"{label}: done in {seconds:.1f} s — {points} points, {len(sec.failures)} failed; "
-            f"claims {n_pass}/{len(sec.claims)} reproduced")
+            f"claims {n_pass}/{len(pc)} reproduced" + (f"; {checks}" if checks else ""))
 
 
 def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[str, Any]) -> Path:
@@ -281,8 +283,19 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
         print(f"robustlab: {len(crashed)} stud{'y' if len(crashed) == 1 else 'ies'} crashed "
               f"({', '.join(crashed)}); see the report", file=sys.stderr)
         return 1
-    failed = report_html.strict_failures([c for s in sections for c in s.claims])
-    return 1 if strict and failed else 0
+    return _exit_code(sections, strict)
+
+
+def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
+    """1 when a self-check does not hold (robustlab's own code is wrong: always), or, with
+    ``strict``, when a paper claim is contradicted or inconclusive; else 0."""
+    every = [c for s in sections for c in s.claims]
+    broken = report_html.self_check_failures(every)
+    if broken:
+        print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
+              + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
+        return 1
+    return 1 if strict and report_html.strict_failures(every) else 0
 
 
 def rebuild(out: Path, *, strict: bool = False) -> int:
@@ -324,8 +337,7 @@ def rebuild(out: Path, *, strict: bool = False) -> int:
             raise UserError(f"{exc}; or run `robustlab report` again") from None
         print(report_html.claim_table_text(sections))
         print(f"report rebuilt: {path.resolve()}")
-    failed = report_html.strict_failures([c for s in sections for c in s.claims])
-    return 1 if strict and failed else 0
+    return _exit_code(sections, strict)
 
 
 def _snapshot(src: Path, dst: Path) -> None:
