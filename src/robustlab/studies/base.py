@@ -485,7 +485,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             if taken:
                 manifest["reused"] = manifest.get("reused", []) + taken
                 records.write_json(manifest_path, manifest)
-            stats = run_sweep(plan_.points, study.run_points, store, options,
+            stats = run_sweep(plan_.points, study.run_points, store, options, execute=sweep_backends.execute,
                               ensemble=study.ensemble, max_group=study.max_ensemble,
                               label=progress_label or study.name, weight=study.weight or study.cost)
     except (UserError, OSError):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, config_hash
+from ..sweep.backends import execute
 from ..sweep.runner import SweepOptions, group_points, run_sweep
 from ..sweep.store import Store
 from .base import Plan, Study
@@ -121,7 +122,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
             nonlocal failed
             with Store(Path(tmp) / f"{next(serial)}.sqlite") as store:
                 t0 = time.perf_counter()
-                run_sweep(points, study.run_points, store, one, ensemble=study.ensemble,
+                run_sweep(points, study.run_points, store, one, execute=execute, ensemble=study.ensemble,
                           max_group=study.max_ensemble, label=f"{study.name} (dry run)")
                 dt = time.perf_counter() - t0
                 failed += len(store.failures())
