@@ -307,16 +307,18 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     from . import records
-    from .api import rerun
+    from .api import rerun, results_differ
     from .report.html import claim_table_text
     from .sweep.runner import SweepOptions
 
     options = SweepOptions(backend=args.backend, workers=args.workers, quiet=args.quiet)
     run = rerun(args.dir, out=args.out, options=options)
     print(claim_table_text([run.summary["section"]]))
-    same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
+    differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
-          + ("byte-identical to the original" if same else "DIFFERS from the original"))
+          + ("DIFFERS from the original" if differ else "byte-identical to the original"))
+    for line in differ:
+        print(f"  differs: {line}")
     then = records.read_json(args.dir / "manifest.json").get("host") or {}
     now = run.manifest.get("host") or {}
     cpu = [(h.get("cpu"), h.get("cpu_capability")) for h in (then, now)]
@@ -324,6 +326,10 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"note: recorded on {cpu[0][0]} ({cpu[0][1]} kernels), re-run on {cpu[1][0]} ({cpu[1][1]} "
               "kernels): the CPU kernels sum in the order their instruction set suits, so results can "
               "differ in the last bits, and trained networks further")
+    if differ:  # a rerun that does not reproduce its record is a failure, whatever the claims say
+        print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
+              + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
+        return 1
     return _claims_exit(run.claims, args.strict)
 
 

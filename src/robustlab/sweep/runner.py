@@ -15,6 +15,12 @@ threads, so the float bits of a result can depend on the thread count. Every poi
 runs with the same intra-op thread count, ``SweepOptions.threads`` (default 1), whichever
 backend, process or worker runs it; groups are the same whatever the backend. Together these
 make results.jsonl byte-identical across ``local`` (in-process or a pool) and ``ray``.
+
+Seeded globals. A study that draws from torch's, numpy's or Python's global generators (an
+``nn.Linear`` built without a generator, ``np.random.rand``, ``random.shuffle``) would get
+whatever state the process happens to hold: a different one in every worker and on every
+rerun. So every group runs inside :func:`seeded_globals`, seeded from its (first) point's
+seed, and the generators are restored after it.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from ..config import Config, UserError, config_hash
 from .store import Store
 
 __all__ = ["SweepOptions", "run_sweep", "group_points", "costliest_first", "run_group", "failed_entries",
-           "intra_op_threads", "captured_warnings", "BACKENDS"]
+           "intra_op_threads", "captured_warnings", "seeded_globals", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
 # what runs a sweep's groups on a backend into the store and returns how many points failed:
@@ -106,6 +112,40 @@ def intra_op_threads(n: int | None) -> Iterator[None]:
     finally:
         if old != n:
             torch.set_num_threads(old)
+
+
+@contextlib.contextmanager
+def seeded_globals(seed: int) -> Iterator[None]:
+    """Run the body with torch's (CPU and every CUDA device), numpy's and ``random``'s global
+    generators seeded from ``seed``; their previous states are restored after.
+
+    The seed is ``derive_seed(seed, "globals")``, not ``seed`` itself, so that a draw from the
+    global generator is not the same stream as one from ``make_generator(seed)``. CUDA states
+    are saved and restored only where CUDA is already initialised (querying them would
+    initialise it); ``torch.manual_seed`` seeds the devices either way.
+    """
+    import random
+
+    import numpy as np
+    import torch
+
+    from ..utils import derive_seed
+
+    s = derive_seed(int(seed), "globals")
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    saved = (torch.get_rng_state(), torch.cuda.get_rng_state_all() if cuda else None,
+             np.random.get_state(), random.getstate())
+    torch.manual_seed(s)
+    np.random.seed(s % 2**32)
+    random.seed(s)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(saved[0])
+        if saved[1] is not None:
+            torch.cuda.set_rng_state_all(saved[1])
+        np.random.set_state(saved[2])
+        random.setstate(saved[3])
 
 
 def _first_nonfinite(rows: list[dict]) -> str | None:
@@ -188,7 +228,7 @@ def _run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config]
                threads: int | None) -> list[dict]:
     t0 = time.perf_counter()
     try:
-        with intra_op_threads(threads):
+        with intra_op_threads(threads), seeded_globals(group[0].seed):
             outcomes = fn(group, device)
         if len(outcomes) != len(group):
             raise RuntimeError(f"study returned {len(outcomes)} results for {len(group)} points")
