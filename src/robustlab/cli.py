@@ -156,7 +156,7 @@ def _fmt_seconds(s: float) -> str:
 def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = None) -> int:
     """--dry-run: points, groups and an estimated wall time per study; nothing written.
     ``skips``: per plan, the keys of points the run would not compute (resumed or reused)."""
-    from .studies.base import estimate
+    from .studies.estimate import estimate
 
     print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
           "temporary directory; nothing is written", file=sys.stderr, flush=True)

@@ -42,6 +42,9 @@ __all__ = ["SweepOptions", "run_sweep", "group_points", "costliest_first", "run_
            "intra_op_threads", "captured_warnings", "seeded_globals", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
+# what runs a sweep's groups on a backend into the store and returns how many points failed:
+# robustlab.sweep.backends.execute (groups, fn, store, options, *, total, already, label, describe)
+Execute = Callable[..., int]
 CHECKPOINTS = "checkpoints"  # the folder, beside the store, of the local backend's group checkpoints
 
 
@@ -296,10 +299,12 @@ def costliest_first(groups: list[list[Config]], weight: Callable[[Config], float
 
 
 def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]], store: Store,
-              options: SweepOptions, *, ensemble: bool = False, max_group: int = 64,
+              options: SweepOptions, *, execute: Execute, ensemble: bool = False, max_group: int = 64,
               label: str = "sweep", weight: Callable[[Config], float | None] | None = None) -> dict[str, Any]:
     """Run every point not yet in the store; returns counts.
 
+    ``execute``: what runs the groups on a backend, :func:`robustlab.sweep.backends.execute`
+    (passed in: the backends import this module for :func:`run_group`, never the reverse).
     ``weight``: a point's relative cost; with more than one worker (or Ray) the costliest
     groups start first (:func:`costliest_first`). One local worker runs them in plan order.
     """
@@ -313,10 +318,8 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
     if options.parallel:
         groups = costliest_first(groups, weight)
     n_todo = sum(len(g) for g in groups)
-    from . import backends
-
     t0 = time.perf_counter()
-    failed = backends.execute(groups, fn, store, options, total=len(points),
+    failed = execute(groups, fn, store, options, total=len(points),
                               already=len(points) - n_todo, label=label,
                               describe=_describer(points, ensemble))
     with contextlib.suppress(OSError):  # the groups remove their own; keep any a failed group left
