@@ -337,7 +337,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
               + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
         return 1
-    return _claims_exit(run.claims, args.strict)
+    return _claims_exit(run.claim_dicts, args.strict)
 
 
 def _run_file_record(args: argparse.Namespace) -> dict | None:
