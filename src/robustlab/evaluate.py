@@ -46,7 +46,7 @@ from torch import nn
 
 from .config import UserError
 
-__all__ = ["evaluate", "Evaluation", "Normalized", "ATTACKS", "THREATS"]
+__all__ = ["evaluate", "Evaluation", "Normalized", "ATTACKS", "THREATS", "load_model", "load_data"]
 
 ATTACKS = ("fgsm", "pgd", "apgd-ce", "apgd-dlr")
 THREATS = ("linf", "l2")
@@ -259,6 +259,84 @@ def _robust(model, attack, x, y, bounds, gen) -> torch.Tensor:
     x_adv = attack(model, x, y, bounds=bounds, generator=gen)
     with checks.eval_mode(model), torch.no_grad():
         return correct(model(x_adv), y).cpu()
+
+
+# ----------------------------------------------------------------------------------------
+# `robustlab evaluate`: a saved model and data set from files
+
+def load_model(path: str | Path, module: str | None = None) -> nn.Module:
+    """A model from ``path``: a TorchScript file (``torch.jit.save``), or, with ``module``
+    (``pkg.mod:Factory`` or ``path/to/file.py:Factory``, a class or function called with no
+    arguments), a state dict (``torch.save(model.state_dict(), path)``) loaded into it strictly."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"model={str(path)!r} is not allowed: no such file")
+    if module is None:
+        try:
+            return torch.jit.load(str(path), map_location="cpu")
+        except (RuntimeError, ValueError) as exc:
+            first = (str(exc).strip().splitlines() or [""])[0][:160]
+            raise UserError(f"model={str(path)!r} is not allowed: not a TorchScript file ({first}); for a "
+                            "state dict give --module pkg.mod:Factory") from None
+    model = _factory(module)()
+    if not isinstance(model, nn.Module):
+        raise UserError(f"--module {module!r} is not allowed: it returned {type(model).__name__}, not an nn.Module")
+    try:
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+        model.load_state_dict(state)
+    except Exception as exc:  # noqa: BLE001 - any failure to read or fit the file is the user's input
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise UserError(f"model={str(path)!r} is not allowed: not a state dict of {module} "
+                        f"({type(exc).__name__}: {first})") from None
+    return model.eval()
+
+
+def _factory(spec: str):
+    import importlib
+    import importlib.util
+
+    if ":" not in spec:
+        raise UserError(f"--module {spec!r} is not allowed: expected pkg.mod:Factory or file.py:Factory")
+    where, name = spec.rsplit(":", 1)
+    try:
+        if where.endswith(".py"):
+            if not Path(where).is_file():
+                raise UserError(f"--module {spec!r} is not allowed: no such file {where!r}")
+            loader = importlib.util.spec_from_file_location(f"_robustlab_model_{Path(where).stem}", where)
+            mod = importlib.util.module_from_spec(loader)
+            loader.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(where)
+        obj = getattr(mod, name)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise UserError(f"--module {spec!r} is not allowed: {type(exc).__name__}: {exc}") from None
+    if not callable(obj):
+        raise UserError(f"--module {spec!r} is not allowed: {name} is not callable")
+    return obj
+
+
+def load_data(path: str | Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, y)`` from a ``.pt`` file (``torch.save({"x": x, "y": y})`` or a tuple ``(x, y)``)
+    or an ``.npz`` file with arrays ``x`` and ``y``."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"--data {str(path)!r} is not allowed: no such file")
+    try:
+        if path.suffix == ".npz":
+            with np.load(path) as z:
+                data = {"x": z["x"], "y": z["y"]}
+        else:
+            data = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001
+        raise UserError(f"--data {str(path)!r} is not allowed: unreadable ({type(exc).__name__}: "
+                        f"{(str(exc).splitlines() or [''])[0][:160]})") from None
+    if isinstance(data, dict) and {"x", "y"} <= set(data):
+        return torch.as_tensor(data["x"]), torch.as_tensor(data["y"])
+    if isinstance(data, list | tuple) and len(data) == 2:
+        return torch.as_tensor(data[0]), torch.as_tensor(data[1])
+    raise UserError(f"--data {str(path)!r} is not allowed: expected {{'x': inputs, 'y': labels}} or (x, y)")
 
 
 class _CallableModule(types.ModuleType):
