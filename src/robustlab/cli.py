@@ -98,6 +98,8 @@ def _add_lab_commands(sub) -> None:
     p_new = sub.add_parser("new", help="write a study scaffold NAME.py and its test test_NAME.py")
     p_new.add_argument("name", help="the study's name (letters, digits, '-' and '_')")
     p_new.add_argument("--dir", type=Path, default=Path("."), help="where to write (default: here)")
+    p_new.add_argument("--package", action="store_true",
+                       help="write a plugin package DIR/NAME/ (pyproject.toml with its entry point, the study, tests)")
     p_rerun = sub.add_parser("rerun", help="re-execute a run exactly from its manifest.json")
     p_rerun.add_argument("dir", type=Path, help="a run directory")
     p_rerun.add_argument("--out", type=Path, default=None, help="the new run directory (default runs/NAME-rerun-TIME)")
@@ -298,10 +300,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .scaffold import write_scaffold
+    from .scaffold import pytest_hint, write_package, write_scaffold
 
-    for path in write_scaffold(args.name, args.dir):
+    for path in (write_package if args.package else write_scaffold)(args.name, args.dir):
         print(f"wrote {path}")
+    if args.package:
+        print(f"install it with: pip install -e {args.dir / args.name}  (then: robustlab run {args.name})")
+    hint = pytest_hint()
+    if hint:
+        print(hint)
     return 0
 
 
