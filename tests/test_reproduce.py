@@ -233,7 +233,7 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
     assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
-    assert "claims 2/2 reproduced" in err[2]
+    assert "self-checks: 2/2 hold" in err[2]  # the smoke study's two checks are self-checks
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 

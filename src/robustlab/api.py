@@ -11,6 +11,7 @@ run directory exactly from its ``manifest.json``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -22,7 +23,7 @@ from . import records
 from .config import ConfigError, UserError
 
 __all__ = ["Run", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
-           "grid_args"]
+           "grid_args", "results_differ"]
 
 
 def default_out(name: str) -> Path:
@@ -266,3 +267,34 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
             raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
     summary = execute(p, out, options, record={"rerun_of": str(src.resolve())})
     return Run(out, summary)
+
+
+def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]:
+    """How two results.jsonl files differ, as short texts (empty when byte-identical).
+
+    Rows are matched by position (both are in the plan's order): a differing row count is one
+    text; otherwise each field whose value differs in some row, with how many rows and the
+    first such row (``loss: 12 of 48 rows, first row 3: 2.3045 vs 2.3051``)."""
+    a, b = Path(a), Path(b)
+    if a.read_bytes() == b.read_bytes():
+        return []
+    rows_a = [json.loads(line) for line in a.read_text().splitlines() if line.strip()]
+    rows_b = [json.loads(line) for line in b.read_text().splitlines() if line.strip()]
+    if len(rows_a) != len(rows_b):
+        return [f"{len(rows_a)} rows vs {len(rows_b)} rows"]
+    fields: dict[str, list[int]] = {}
+    for i, (ra, rb) in enumerate(zip(rows_a, rows_b)):
+        for k in dict.fromkeys([*ra, *rb]):
+            if ra.get(k, _MISSING) != rb.get(k, _MISSING):
+                fields.setdefault(k, []).append(i)
+    out = []
+    for k, rows in list(fields.items())[:limit]:
+        i = rows[0]
+        out.append(f"{k}: {len(rows)} of {len(rows_a)} rows, first row {i}: "
+                   f"{rows_a[i].get(k, '(missing)')!r} vs {rows_b[i].get(k, '(missing)')!r}")
+    if len(fields) > limit:
+        out.append(f"and {len(fields) - limit} more fields")
+    return out or ["the same values, written differently (key order or number format)"]
+
+
+_MISSING = object()

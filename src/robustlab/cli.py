@@ -98,6 +98,8 @@ def _add_lab_commands(sub) -> None:
     p_new = sub.add_parser("new", help="write a study scaffold NAME.py and its test test_NAME.py")
     p_new.add_argument("name", help="the study's name (letters, digits, '-' and '_')")
     p_new.add_argument("--dir", type=Path, default=Path("."), help="where to write (default: here)")
+    p_new.add_argument("--package", action="store_true",
+                       help="write a plugin package DIR/NAME/ (pyproject.toml with its entry point, the study, tests)")
     p_rerun = sub.add_parser("rerun", help="re-execute a run exactly from its manifest.json")
     p_rerun.add_argument("dir", type=Path, help="a run directory")
     p_rerun.add_argument("--out", type=Path, default=None, help="the new run directory (default runs/NAME-rerun-TIME)")
@@ -154,7 +156,7 @@ def _fmt_seconds(s: float) -> str:
 def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = None) -> int:
     """--dry-run: points, groups and an estimated wall time per study; nothing written.
     ``skips``: per plan, the keys of points the run would not compute (resumed or reused)."""
-    from .studies.base import estimate
+    from .studies.estimate import estimate
 
     print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
           "temporary directory; nothing is written", file=sys.stderr, flush=True)
@@ -298,25 +300,32 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .scaffold import write_scaffold
+    from .scaffold import pytest_hint, write_package, write_scaffold
 
-    for path in write_scaffold(args.name, args.dir):
+    for path in (write_package if args.package else write_scaffold)(args.name, args.dir):
         print(f"wrote {path}")
+    if args.package:
+        print(f"install it with: pip install -e {args.dir / args.name}  (then: robustlab run {args.name})")
+    hint = pytest_hint()
+    if hint:
+        print(hint)
     return 0
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     from . import records
-    from .api import rerun
+    from .api import rerun, results_differ
     from .report.html import claim_table_text
     from .sweep.runner import SweepOptions
 
     options = SweepOptions(backend=args.backend, workers=args.workers, quiet=args.quiet)
     run = rerun(args.dir, out=args.out, options=options)
     print(claim_table_text([run.summary["section"]]))
-    same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
+    differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
-          + ("byte-identical to the original" if same else "DIFFERS from the original"))
+          + ("DIFFERS from the original" if differ else "byte-identical to the original"))
+    for line in differ:
+        print(f"  differs: {line}")
     then = records.read_json(args.dir / "manifest.json").get("host") or {}
     now = run.manifest.get("host") or {}
     cpu = [(h.get("cpu"), h.get("cpu_capability")) for h in (then, now)]
@@ -324,6 +333,10 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"note: recorded on {cpu[0][0]} ({cpu[0][1]} kernels), re-run on {cpu[1][0]} ({cpu[1][1]} "
               "kernels): the CPU kernels sum in the order their instruction set suits, so results can "
               "differ in the last bits, and trained networks further")
+    if differ:  # a rerun that does not reproduce its record is a failure, whatever the claims say
+        print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
+              + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
+        return 1
     return _claims_exit(run.claims, args.strict)
 
 

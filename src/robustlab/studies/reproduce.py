@@ -129,8 +129,9 @@ def _study_line(label: str, sec: report_html.StudySection, seconds: float) -> st
     n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in pc)
     points = sec.manifest.get("n_points", "?")
     checks = report_html.self_check_line(sec.claims)
+    tally = [f"claims {n_pass}/{len(pc)} reproduced"] if pc or not checks else []
     return (f"{label}: done in {seconds:.1f} s — {points} points, {len(sec.failures)} failed; "
-            f"claims {n_pass}/{len(pc)} reproduced" + (f"; {checks}" if checks else ""))
+            + "; ".join(tally + ([checks] if checks else [])))
 
 
 def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[str, Any]) -> Path:
