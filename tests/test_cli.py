@@ -115,3 +115,125 @@ def test_dry_run_counts_points_estimates_time_and_writes_nothing(tmp_path, capsy
 def test_dry_run_still_refuses_bad_input(tmp_path, capsys):
     assert main(["run", "smoke", "--set", "lr=-1", "--dry-run", "--out", str(tmp_path / "x")]) == 2
     assert capsys.readouterr().err.startswith("robustlab: error: ")
+
+
+# ----------------------------------------------------------------------------------------
+# one meaning per flag
+
+
+def _flag_helps(flag):
+    """{command: help} of ``flag`` in every subcommand that has it."""
+    import argparse
+
+    from robustlab.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: a.help for name, p in sub.choices.items() for a in p._actions if flag in a.option_strings}
+
+
+def test_strict_has_one_meaning_on_every_command():
+    """--strict: exit 1 unless every paper claim is reproduced and every self-check holds, on
+    run, reproduce, report and rerun alike; compare's own flag is --fail-on-change."""
+    from robustlab.report.html import strict_failures
+
+    helps = _flag_helps("--strict")
+    assert set(helps) == {"run", "reproduce", "report", "rerun"}
+    assert set(helps.values()) == {"exit 1 unless every paper claim is reproduced and every self-check holds"}
+    assert set(_flag_helps("--fail-on-change")) == {"compare"}
+
+    def c(cid, verdict, kind="claim"):
+        return {"id": cid, "verdict": verdict, "kind": kind}
+
+    claims = [c("rep", "reproduced"), c("con", "contradicted"), c("inc", "inconclusive"), c("na", "not applicable"),
+              c("sc-ok", "reproduced", "self-check"), c("sc-na", "not applicable", "self-check"),
+              c("ex", "contradicted", "exploratory")]
+    assert [x["id"] for x in strict_failures(claims)] == ["con", "inc", "na", "sc-na"]  # never exploratory
+    assert strict_failures([c("rep", "reproduced"), c("sc", "reproduced", "self-check")]) == []
+
+
+def test_compare_has_no_strict(tmp_path, capsys):
+    assert main(["compare", str(tmp_path), str(tmp_path), "--strict"]) == 2
+    assert "unrecognized arguments: --strict" in capsys.readouterr().err
+
+
+def test_workers_has_one_default_everywhere(monkeypatch):
+    """--workers of run, reproduce and rerun, and workers= of robustlab.run and robustlab.rerun,
+    all default to the machine's cores // threads."""
+    import inspect
+
+    import robustlab
+    from robustlab import cli
+    from robustlab.sweep.runner import default_workers
+
+    helps = _flag_helps("--workers")
+    assert set(helps) == {"run", "reproduce", "rerun"} and all("default: CPU cores //" in h for h in helps.values())
+    parser = cli.build_parser()
+    for argv in (["run", "smoke"], ["reproduce"], ["rerun", "x"]):
+        assert parser.parse_args(argv).workers is None  # resolved later, to the one default
+    assert inspect.signature(robustlab.run).parameters["workers"].default is None
+    assert inspect.signature(robustlab.rerun).parameters["workers"].default is None
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    assert default_workers(1) == 6 and default_workers(4) == 1 and cli.default_workers(2) == 3
+
+
+def test_version(capsys):
+    import robustlab
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"robustlab {robustlab.__version__}"
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["run", "smok"], "did you mean 'smoke'?"),
+    (["run", "smoke", "--preset", "quik"], "did you mean 'quick'?"),
+    (["run", "smoke", "--set", "lrr=0.1"], "did you mean 'lr'?"),
+    (["run", "smoke", "--grid", "epoch=1,2"], "did you mean 'epochs'?"),
+    (["reproduce", "--only", "lazy-atack"], "did you mean 'lazy-attack'?"),
+])
+def test_did_you_mean(tmp_path, capsys, args, hint):
+    assert main([*args, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert hint in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_preset_help_lists_the_studys_presets(capsys):
+    from robustlab.studies import get_study
+
+    with pytest.raises(SystemExit) as e:
+        main(["run", "feature-learning", "--help"])
+    assert e.value.code == 0
+    out = "".join(capsys.readouterr().out.split())  # argparse wraps at hyphens too
+    want = "named settings of feature-learning (default quick): " + ", ".join(get_study("feature-learning").presets)
+    assert "".join(want.split()) in out
+    with pytest.raises(SystemExit):
+        main(["reproduce", "-h"])
+    assert "everybuilt-instudyhasquick,paper" in "".join(capsys.readouterr().out.split())
+
+
+def test_list_is_one_line_per_study_and_list_study_the_details(capsys):
+    from robustlab.studies import REGISTRY
+
+    assert main(["list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in REGISTRY:
+        assert sum(line.startswith(name + " ") for line in lines) == 1, name
+    assert len(lines) <= len(REGISTRY) + 3 and all(len(line) <= 100 for line in lines)
+    assert main(["list", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "presets (--preset):" in out and "claims:" in out and "self-check" in out and "parameters" in out
+
+
+def test_resume_without_out_continues_the_latest_run(tmp_path, monkeypatch, capsys):
+    """run STUDY --resume: the newest runs/STUDY-* (what the default --out names), resumed
+    in place; with nothing to resume, one line and exit 2."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "smoke", "--resume", "--quiet"]) == 2
+    assert "--resume found no run of smoke" in capsys.readouterr().err
+    assert main(["run", "smoke", "--out", "runs/smoke-20260101-000000", "--quiet"]) == 0
+    assert main(["run", "smoke", "--out", "runs/smoke-20260102-000000", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", "smoke", "--resume", "--quiet"]) == 0
+    assert "runs/smoke-20260102-000000/report.html" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["smoke-20260101-000000", "smoke-20260102-000000"]

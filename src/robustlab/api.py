@@ -185,7 +185,7 @@ def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, 
 def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = None,
         grid: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
         seeds: int | None = None, out: str | Path | None = None, backend: str = "local",
-        workers: int = 1, threads: int = 1, device: str = "cpu", ray_address: str | None = None,
+        workers: int | None = None, threads: int = 1, device: str = "cpu", ray_address: str | None = None,
         quiet: bool = False, retry_failed: bool = False, data_dir: str | None = None,
         reuse: Sequence[str | Path] = ()) -> Run:
     """Run one study, exactly as ``robustlab run`` does, and return the :class:`Run`.
@@ -196,14 +196,17 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     directories of the same study whose finished points with exactly these configs are taken,
     not recomputed (``--reuse``). Bad input raises
     :class:`robustlab.UserError` (a :class:`ConfigError` for a bad field) before anything
-    is written. Progress shows in a terminal and in a notebook unless ``quiet``.
+    is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
+    local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
-    from .sweep.runner import SweepOptions
+    from .sweep.runner import SweepOptions, default_workers
     from .utils import resolve_device
 
     resolve_device(device)
     if ray_address and backend != "ray":
         raise UserError("ray_address is not allowed without backend='ray'")
+    if workers is None:
+        workers = default_workers(threads)
     options = SweepOptions(backend=backend, workers=workers, device=device, ray_address=ray_address,
                            quiet=quiet, threads=threads, retry_failed=retry_failed)
     return start_run(study, options=options, preset=preset, sets=set, grids=grid, seed=seed,
@@ -273,14 +276,15 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
 # rerun: a run directory re-executed from its record
 
 def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet: bool = False,
-          workers: int = 1, backend: str = "local") -> Run:
+          workers: int | None = None, backend: str = "local") -> Run:
     """Re-execute the run in ``src`` from its manifest: the same study, base config, grid,
     seeds, thread count and device, into ``out`` (a new directory). On a CPU of the kind the
     record names (``host.cpu``, ``host.cpu_capability``) its results.jsonl is byte-identical to
-    the original's; another kind of CPU may sum in another order."""
+    the original's; another kind of CPU may sum in another order. ``workers``: by default the
+    CPU cores // the run's threads, as ``robustlab rerun``."""
     from .studies import external, get_study
     from .studies.base import execute, plan_from_manifest
-    from .sweep.runner import SweepOptions
+    from .sweep.runner import SweepOptions, default_workers
 
     src = Path(src)
     if not (src / "manifest.json").is_file():
@@ -289,7 +293,8 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     study = external.from_manifest(manifest, get_study)
     p = plan_from_manifest(study, manifest)
     if options is None:
-        options = SweepOptions(backend=backend, workers=workers, quiet=quiet)
+        threads = int(manifest.get("threads", 1))
+        options = SweepOptions(backend=backend, workers=workers or default_workers(threads), quiet=quiet)
     # what decides the bits comes from the record; how it runs (workers, backend) may differ
     options = dataclasses.replace(options, threads=int(manifest.get("threads", 1)),
                                   device=manifest.get("device", "cpu"))

@@ -30,7 +30,7 @@ import pandas as pd
 
 from .. import claims as claimsmod
 from .. import records, stats
-from ..config import Config, ConfigError, UserError, apply_overrides, config_hash
+from ..config import Config, ConfigError, UserError, apply_overrides, config_hash, did_you_mean
 from ..report import html as report_html
 from ..stats import Verdict
 from ..sweep import backends as sweep_backends
@@ -237,7 +237,8 @@ def plan(
 ) -> Plan:
     """Resolve preset, ``--set`` and ``--grid`` into the validated list of point configs."""
     if preset not in study.presets:
-        raise UserError(f"preset={preset!r} is not allowed: one of {', '.join(study.presets)}")
+        raise UserError(f"preset={preset!r} is not allowed for {study.name}{did_you_mean(preset, list(study.presets))}: "
+                        f"one of {', '.join(study.presets)}")
     pre = study.presets[preset]
     sets = dict(sets or {})
     base = study.config().replace(**dict(pre.overrides))

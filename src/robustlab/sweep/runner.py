@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import time
 import traceback
 import warnings
@@ -75,6 +76,23 @@ class SweepOptions:
     def parallel(self) -> bool:
         """Points run outside this process, several at once (a worker pool, or Ray)."""
         return self.backend != "local" or self.workers > 1
+
+
+def default_workers(threads: int) -> int:
+    """Worker processes that fill the machine: its cores divided by each point's threads.
+    The one default of ``--workers`` (``run``, ``reproduce``, ``rerun``) and of ``workers`` in
+    :func:`robustlab.run` and :func:`robustlab.rerun`."""
+    return max(1, (os.cpu_count() or 1) // max(1, threads))
+
+
+def warning_sentence(line: str) -> str:
+    """A stored warning ``"Category: message"`` as a reader sees it: the message alone, as a
+    sentence (the Python class name is for the records, not for a person)."""
+    head, sep, rest = line.partition(": ")
+    if sep and head.isidentifier() and (head.endswith(("Warning", "Error")) or head[:1].isupper()):
+        line = rest
+    line = line.strip()
+    return line[:1].upper() + line[1:] if line else line
 
 
 def group_points(points: list[Config], ensemble: bool, max_group: int) -> list[list[Config]]:
