@@ -116,8 +116,8 @@ def _verdict_claims(state):
     return claims
 
 
-@pytest.mark.parametrize("state, code", [("reproduced", 0), ("inconclusive", 1), ("not applicable", 0)])
-def test_strict_fails_on_inconclusive_but_not_on_not_applicable(tmp_path, capsys, monkeypatch, state, code):
+@pytest.mark.parametrize("state, code", [("reproduced", 0), ("inconclusive", 1), ("not applicable", 1)])
+def test_strict_fails_unless_every_claim_is_reproduced(tmp_path, capsys, monkeypatch, state, code):
     register(monkeypatch, smoke_variant("smoke-state", claims=_verdict_claims(state)))
     assert reproduce(tmp_path / "r", preset="quick", options=QUIET, studies=["smoke-state"], strict=True) == code
     assert re.search(rf"^smoke-state\s+one\s+{state.upper()}", capsys.readouterr().out, re.M)

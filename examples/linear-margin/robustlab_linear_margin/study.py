@@ -132,7 +132,7 @@ def run_points(cfgs: list[LinearMarginConfig], device: str = "cpu") -> list:
         if eps > 0:
             fgsm = FGSM(Linf(eps), loss="logistic")
             x_f = fgsm(model, x, y, bounds=None)
-            pgd = PGD(Linf(eps), steps=10, step_size=eps / 4, loss="logistic")
+            pgd = PGD(Linf(eps), steps=10, step_size=eps / 4, loss="logistic", random_start=False)
             x_p = pgd(model, x, y, bounds=None)
             with torch.no_grad():
                 m_f = (y * model(x_f)).reshape(E, n)

@@ -1,11 +1,12 @@
 """Attacks: threat models, the Attack base, one attack per file, and their losses.
 
 >>> from robustlab.attacks import Linf, PGD
->>> attack = PGD(Linf(0.1), steps=20, step_size=0.01, random_start=True)
+>>> attack = PGD(Linf(8 / 255))  # 10 steps of eps/4 from a random start, cross-entropy
 >>> x_adv = attack(model, x, y, bounds=(0.0, 1.0), generator=g)  # doctest: +SKIP
 """
 
 from . import losses
+from .apgd import APGD, dlr_loss
 from .base import Attack, loss_and_grad
 from .checks import EvaluationWarning, reset_warnings
 from .feature_direction import FeatureDirection
@@ -23,6 +24,8 @@ __all__ = [
     "FGSM",
     "GradientStep",
     "PGD",
+    "APGD",
+    "dlr_loss",
     "FeatureDirection",
     "min_flip_along_gradient",
     "MinFlipResult",
