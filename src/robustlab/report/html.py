@@ -209,7 +209,7 @@ def excluded_text(claim: dict[str, Any]) -> str:
 def strict_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The claims that make ``--strict`` exit 1 (see :data:`STRICT_FAIL`), and self-checks that
     do not hold."""
-    return [c for c in claims if (kind_of(c) == "claim" and verdict_of(c) in STRICT_FAIL)
+    return [c for c in claims if (kind_of(c) == "claim" and (verdict_of(c) in STRICT_FAIL or c.get("incomplete")))
             or (kind_of(c) == "self-check" and verdict_of(c) != "reproduced" and verdict_of(c) != "not applicable")]
 
 
@@ -504,7 +504,11 @@ def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
         chips.append(f"<span class='chip{' fail' if self_check_failures(s.claims) else ''}'>"
                      f"{_esc(self_check_line(s.claims))}</span>")
     n_points = m.get("n_points")
-    if n_points is not None:
+    done = (m.get("completeness") or {}).get("done")  # what the store holds, not what was planned
+    if done is not None:
+        chips.append(f"<span class='chip{' fail' if done < n_points else ''}'>points {done}/{n_points} done"
+                     f"{f', {len(s.failures)} failed' if s.failures else ''}</span>")
+    elif n_points is not None:
         chips.append(f"<span class='chip{' fail' if s.failures else ''}'>points {n_points - len(s.failures)}"
                      f"/{n_points} done{f', {len(s.failures)} failed' if s.failures else ''}</span>")
     chips.append(f"<span class='chip'>{s.n_rows} result rows</span>")
