@@ -63,8 +63,8 @@ def bench_pgd() -> None:
         alpha = eps / 4
         fns = {
             "torchattacks PGD": lambda eps=eps, alpha=alpha: torchattacks.PGD(model, eps=eps, alpha=alpha, steps=steps, random_start=False)(x, y),
-            "robustlab PGD (same work + worst iterate)": lambda eps=eps, alpha=alpha: PGD(Linf(eps), steps=steps, step_size=alpha)(model, x, y),
-            "robustlab PGD early_stop": lambda eps=eps, alpha=alpha: PGD(Linf(eps), steps=steps, step_size=alpha, early_stop=True)(model, x, y),
+            "robustlab PGD (same work + worst iterate)": lambda eps=eps, alpha=alpha: PGD(Linf(eps), steps=steps, step_size=alpha, random_start=False)(model, x, y),
+            "robustlab PGD early_stop": lambda eps=eps, alpha=alpha: PGD(Linf(eps), steps=steps, step_size=alpha, early_stop=True, random_start=False)(model, x, y),
         }
         times = best_times(fns, rounds=5)
         print(f"  eps={eps}, N={len(x)}")
@@ -155,7 +155,7 @@ def bench_pgd_overhead(threads: int = 2, rounds: int = 7, memory: str = "glibc's
         fns = {
             "ta": lambda model=model: torchattacks.PGD(model, eps=eps, alpha=eps / 4, steps=steps,
                                                        random_start=False)(xb, yb),
-            "rl": lambda model=model: PGD(Linf(eps), steps=steps, step_size=eps / 4)(model, xb, yb),
+            "rl": lambda model=model: PGD(Linf(eps), steps=steps, step_size=eps / 4, random_start=False)(model, xb, yb),
         }
         for clock, label in ((time.perf_counter, "wall"), (time.process_time, "cpu")):
             t = best_times(fns, rounds=rounds, clock=clock)
@@ -166,9 +166,9 @@ def bench_pgd_overhead(threads: int = 2, rounds: int = 7, memory: str = "glibc's
     # inputs, scores the start and projects) and the cost of one more step, both sides
     fixed = {
         "ta0": lambda: torchattacks.PGD(mlp, eps=eps, alpha=eps / 4, steps=0, random_start=False)(xb, yb),
-        "rl0": lambda: PGD(Linf(eps), steps=0, step_size=eps / 4)(mlp, xb, yb),
+        "rl0": lambda: PGD(Linf(eps), steps=0, step_size=eps / 4, random_start=False)(mlp, xb, yb),
         "ta": lambda: torchattacks.PGD(mlp, eps=eps, alpha=eps / 4, steps=steps, random_start=False)(xb, yb),
-        "rl": lambda: PGD(Linf(eps), steps=steps, step_size=eps / 4)(mlp, xb, yb),
+        "rl": lambda: PGD(Linf(eps), steps=steps, step_size=eps / 4, random_start=False)(mlp, xb, yb),
     }
     t = best_times(fixed, rounds=rounds)
     step_ta, step_rl = (t["ta"] - t["ta0"]) / steps, (t["rl"] - t["rl0"]) / steps
@@ -252,7 +252,7 @@ def bench_pgd_l2() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
     train(model, x[:1200], y[:1200], nn.functional.cross_entropy)
-    a = PGD(L2(1.0), steps=20, step_size=0.25)
+    a = PGD(L2(1.0), steps=20, step_size=0.25, random_start=False)
     t = best_times({"l2": lambda: a(model, x, y)}, rounds=3)["l2"]
     print(f"\n[4] l2 PGD (for the record): {len(x) / t:.0f} samples/s, robust acc {accuracy(model, a(model, x, y), y):.3f}")
 

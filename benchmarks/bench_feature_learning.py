@@ -95,7 +95,8 @@ def bench_ensemble_eval() -> None:
     from robustlab.metrics import robust_accuracy
     from robustlab.models.ensemble import Flat, fold
     from robustlab.models.small_cnn import SmallCNN
-    from robustlab.studies.feature_learning import QUICK_IMAGE_SEEDS, _load_split
+    from robustlab.studies.feature_learning.presets import QUICK_IMAGE_SEEDS
+    from robustlab.studies.feature_learning.run import _load_split
     from robustlab.train.images import train_images
 
     print(f"\nimages, final evaluation of a {QUICK_IMAGE_SEEDS}-seed SmallCNN ensemble (quick settings), CPU seconds")

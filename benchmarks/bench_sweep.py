@@ -41,6 +41,7 @@ from sweep_subject import run_points as two_layer_run  # noqa: E402
 from robustlab import records  # noqa: E402
 from robustlab.studies.smoke import SmokeConfig  # noqa: E402
 from robustlab.studies.smoke import run_points as smoke_run  # noqa: E402
+from robustlab.sweep.backends import execute  # noqa: E402
 from robustlab.sweep.runner import SweepOptions, run_sweep  # noqa: E402
 from robustlab.sweep.store import Store  # noqa: E402
 
@@ -56,7 +57,7 @@ def load() -> str:
 def timed_sweep(points, fn, *, ensemble: bool) -> tuple[float, list]:
     with tempfile.TemporaryDirectory() as d, Store(Path(d) / "s.sqlite") as st:
         t0 = time.perf_counter()
-        run_sweep(points, fn, st, SweepOptions(quiet=True), ensemble=ensemble)
+        run_sweep(points, fn, st, SweepOptions(quiet=True), execute=execute, ensemble=ensemble)
         seconds = time.perf_counter() - t0
         assert st.count("done") == len(points), "a benchmark point failed"
         return seconds, st.table()

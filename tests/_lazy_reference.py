@@ -113,8 +113,10 @@ def reference_lazy_adversarial(
     patience: int = 20,
     min_gain: float = 1e-4,
     max_epochs: int = 1000,
+    arm_acc: float | None = None,
+    burn_in: int = 0,
 ) -> TrainLog:
-    """Projected adversarial training inside the lazy ball (Seed 001, Alg. 1).
+    """Projected adversarial training inside the lazy ball (lazy training, NeurIPS 2022, Alg. 1).
 
     Each epoch: ℓ2 PGD on the whole training set against the current copy; one SGD pass
     over the perturbed set; after every step, each neuron is projected back onto its ball
@@ -134,13 +136,19 @@ def reference_lazy_adversarial(
     epochs = torch.zeros(E, device=x.device)
     best = torch.full((E,), -1.0, device=x.device)
     since = torch.zeros(E, dtype=torch.long, device=x.device)
+    armed = torch.zeros(E, dtype=torch.bool, device=x.device)
     history: list[dict[str, torch.Tensor]] = []
-    for _ in range(max_epochs):
+    for epoch in range(max_epochs):
         if not active.any():
             break
         x_adv = _pgd(net, x, y, eps=eps, steps=attack_steps, step_size=step, bounds=bounds)  # (E, N, d)
         with torch.no_grad():
             robust_acc = ((_scores(net, x_adv) * y) > 0).float().mean(1)  # (E,)
+            clean = ((_scores(net, x.expand(E, *x.shape)) * y) > 0).float().mean(1)
+            # patience counts once armed: clean training accuracy reached arm_acc, or burn-in over
+            armed |= (burn_in <= 0 and arm_acc is None) or epoch >= burn_in > 0
+            if arm_acc is not None:
+                armed |= clean >= arm_acc
         order = _orders(generators, N, x.device)
         tot_loss = torch.zeros(E, device=x.device)
         tot_acc = torch.zeros(E, device=x.device)
@@ -160,7 +168,7 @@ def reference_lazy_adversarial(
         with torch.no_grad():
             gain = robust_acc > best + min_gain
             best = torch.where(gain & active, robust_acc, best)
-            since = torch.where(gain, torch.zeros_like(since), since + 1)
+            since = torch.where(gain | ~armed, torch.zeros_like(since), since + 1)
             epochs[active] += 1
             done = active & (since >= patience)
             stopped |= done

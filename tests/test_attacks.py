@@ -40,9 +40,9 @@ def make_attack(kind: str, threat) -> Attack:
     if kind == "step":
         return GradientStep(threat, step=3.0)
     if kind == "pgd":
-        return PGD(threat, steps=4, step_size=max(eps, 1e-3) / 3)
+        return PGD(threat, steps=4, step_size=max(eps, 1e-3) / 3, random_start=False)
     if kind == "pgd_early":
-        return PGD(threat, steps=4, step_size=max(eps, 1e-3) / 3, early_stop=True)
+        return PGD(threat, steps=4, step_size=max(eps, 1e-3) / 3, early_stop=True, random_start=False)
     return PGD(threat, steps=3, step_size=max(eps, 1e-3) / 3, random_start=True, restarts=3)
 
 
@@ -168,7 +168,7 @@ def test_pgd_keeps_worst_iterate(threat):
     model, x, y, _, _ = build(dict(n=8, d=6, k=4, seed=11, box=True, patch=False, eps=0.2, norm="linf", kind="pgd"))
     prev = None
     for steps in (1, 2, 5, 10):
-        x_adv = PGD(threat, steps=steps, step_size=threat.eps * 1.5)(model, x, y)
+        x_adv = PGD(threat, steps=steps, step_size=threat.eps * 1.5, random_start=False)(model, x, y)
         k = _key(model, x_adv, y)
         if prev is not None:
             assert bool((k >= prev - 1e-12).all())
@@ -350,7 +350,7 @@ def test_parameter_grads_and_submodule_modes_untouched():
     sentinel = torch.full_like(model[3].weight, 7.0)
     model[3].weight.grad = sentinel.clone()
     x, y = torch.rand(5, 4), torch.randint(0, 3, (5,))
-    PGD(Linf(0.1), steps=3, step_size=0.05)(model, x, y)
+    PGD(Linf(0.1), steps=3, step_size=0.05, random_start=False)(model, x, y)
     assert model.training and not model[1].training and model[3].training
     assert torch.equal(model[3].weight.grad, sentinel) and model[0].weight.grad is None
     assert not frozen.requires_grad and model[0].weight.requires_grad
@@ -365,9 +365,9 @@ def test_bounds_are_checked_and_validation():
     with pytest.raises(ConfigError):
         L2(float("nan"))
     with pytest.raises(ConfigError):
-        PGD(Linf(0.1), steps=5, step_size=0.0)
+        PGD(Linf(0.1), steps=5, step_size=0.0, random_start=False)
     with pytest.raises(ConfigError):
-        PGD(Linf(0.1), steps=5, step_size=0.1, restarts=3)  # restarts need random starts
+        PGD(Linf(0.1), steps=5, step_size=0.1, restarts=3, random_start=False)  # restarts need random starts
     with pytest.raises(ConfigError):
         FGSM(Linf(0.1), loss="hinge")
     with pytest.raises(ConfigError):
@@ -375,9 +375,63 @@ def test_bounds_are_checked_and_validation():
 
 
 def test_with_eps_scales_pgd_step():
-    a = PGD(L2(0.5), steps=10, step_size=0.1).with_eps(1.0)
+    a = PGD(L2(0.5), steps=10, step_size=0.1, random_start=False).with_eps(1.0)
     assert a.threat == L2(1.0) and a.step_size == pytest.approx(0.2)
     assert FGSM(Linf(0.1)).with_eps(0.3).threat == Linf(0.3)
+
+
+def test_pgd_defaults_are_usable_as_is_and_documented():
+    """``PGD(Linf(eps))`` runs with no other argument: 10 steps of 2.5·eps/steps = eps/4 from a
+    uniform random start, one restart, cross-entropy; the class docstring says exactly that,
+    and the defaults are torchattacks' (eps=8/255: alpha=2/255, 10 steps, random start)."""
+    eps = 8 / 255
+    a = PGD(Linf(eps))
+    assert (a.steps, a.step_size, a.random_start, a.restarts, a.loss, a.early_stop) == (10, None, True, 1, "ce", False)
+    assert a.alpha == pytest.approx(eps / 4) == pytest.approx(2.5 * eps / a.steps)
+    doc = " ".join(PGD.__doc__.replace("``", "").split())
+    for text in ("steps=10", "step_size=2.5·eps/steps", "(eps/4)", "uniform random start", "one restart",
+                 "cross-entropy", "random_start=False"):
+        assert text in doc, text
+    # the default step follows the number of steps and the budget; an explicit one is kept
+    assert PGD(Linf(0.1), steps=20).alpha == pytest.approx(0.0125)
+    assert PGD(Linf(0.1)).with_eps(0.2).alpha == pytest.approx(0.05)
+    assert PGD(Linf(0.1), step_size=0.03).alpha == 0.03 and PGD(Linf(0.1), steps=0).alpha == 0.0
+    with pytest.raises(ConfigError):
+        PGD(Linf(0.1), step_size=float("nan"))
+    # it attacks: inside the ball and the box, the same bits from the same generator, and it
+    # breaks a model that a budget this large must break
+    model = nn.Linear(6, 2).double()  # logits ±(Σx − 3): a margin the ball crosses for most x
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[1.0] * 6, [-1.0] * 6]))
+        model.bias.copy_(torch.tensor([-3.0, 3.0]))
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(32, 6, generator=g, dtype=torch.float64)
+    y = model(x).argmax(1)
+    x_adv = PGD(Linf(0.5))(model, x, y, generator=torch.Generator().manual_seed(1))
+    assert float((x_adv - x).abs().max()) <= 0.5 + 1e-12 and float(x_adv.min()) >= 0 and float(x_adv.max()) <= 1
+    assert torch.equal(x_adv, PGD(Linf(0.5))(model, x, y, generator=torch.Generator().manual_seed(1)))
+    assert float(correct(model(x_adv), y).double().mean()) < 0.5
+    assert FGSM(Linf(eps)).loss == "ce"  # FGSM: one step of full size eps, cross-entropy
+
+
+def test_pgd_defaults_match_torchattacks():
+    """torchattacks.PGD(model, eps=8/255) and PGD(Linf(8/255)) take the same steps; without
+    the random start (each draws its own) they return the same points."""
+    ta = pytest.importorskip("torchattacks")
+    import inspect
+
+    theirs = {k: v.default for k, v in inspect.signature(ta.PGD.__init__).parameters.items()}
+    ours = PGD(Linf(theirs["eps"]))
+    assert ours.steps == theirs["steps"] and ours.random_start == theirs["random_start"]
+    assert ours.alpha == pytest.approx(theirs["alpha"])
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+    torch.manual_seed(0)
+    x, y = torch.rand(16, 6), torch.randint(0, 3, (16,))
+    a = ta.PGD(model, eps=theirs["eps"], random_start=False)(x, y)
+    b = PGD(Linf(theirs["eps"]), random_start=False, early_stop=False)(model, x, y)
+    # ours keeps the worst iterate, theirs the last: equal wherever the last is the worst
+    last_is_worst = correct(model(a), y) == correct(model(b), y)
+    assert bool(last_is_worst.any())
 
 
 def test_warnings_fire_once():
@@ -446,7 +500,7 @@ def test_pgd_with_custom_loss_and_patch_inputs():
     def neg_true_logit(out, yy):
         return -out.gather(1, yy[:, None]).squeeze(1)
 
-    x_adv = PGD(L2(0.3), steps=5, step_size=0.1, loss=neg_true_logit)(model, x, y, bounds=None)
+    x_adv = PGD(L2(0.3), steps=5, step_size=0.1, loss=neg_true_logit, random_start=False)(model, x, y, bounds=None)
     assert bool((L2(0.3).norm(x_adv - x) <= 0.3 * (1 + 1e-9)).all())
     with torch.no_grad():
         assert bool((neg_true_logit(model(x_adv), y) >= neg_true_logit(model(x), y)).all())
@@ -460,7 +514,7 @@ def test_labels_must_fit_the_outputs():
     with pytest.raises(ValueError, match="-1, \\+1"):
         min_flip_along_gradient(binary, x, torch.tensor([0.0, 1.0, 1.0, 0.0]))
     with pytest.raises(ValueError, match="0..2"):
-        PGD(Linf(0.1), steps=2, step_size=0.05)(nn.Linear(3, 3), x, torch.tensor([0, 1, 2, 3]))
+        PGD(Linf(0.1), steps=2, step_size=0.05, random_start=False)(nn.Linear(3, 3), x, torch.tensor([0, 1, 2, 3]))
     with pytest.raises(ValueError, match="integer"):
         FGSM(L2(0.1))(nn.Linear(3, 3), x, torch.tensor([0.0, 1.0, 2.0, 1.0]))
 
@@ -535,7 +589,7 @@ def test_autograd_route_pulls_back_the_closed_form_logit_gradient_exactly():
             "class T(M):\n"
             "    def forward(s, x): return s.l(x).relu()\n"  # traced to a chain (torch.fx), closed form
             "for m in (M(), T()):\n"
-            "    PGD(Linf(0.1), steps=2, step_size=0.05)(m.eval(), torch.rand(5, 4), torch.tensor([0, 1, 2, 0, 1]))\n"
+            "    PGD(Linf(0.1), steps=2, step_size=0.05, random_start=False)(m.eval(), torch.rand(5, 4), torch.tensor([0, 1, 2, 0, 1]))\n"
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

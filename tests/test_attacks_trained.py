@@ -41,7 +41,7 @@ def test_trained_net_is_accurate(trained):
 def test_robust_accuracy_monotone_pgd_beats_fgsm_and_reaches_zero(trained, threat):
     model, x, y = trained
     eps = [0.0, 0.02, 0.05, 0.1, 0.2, 0.4] if threat is Linf else [0.0, 0.25, 0.5, 1.0, 2.0, 4.0]
-    pgd = PGD(threat(1.0), steps=20, step_size=0.25)
+    pgd = PGD(threat(1.0), steps=20, step_size=0.25, random_start=False)
     # honest curve: each ε attacked on its own (no cumulative worst case)
     curve = accuracy_vs_eps(model, x, y, pgd, eps, cumulative=False)
     assert all(b <= a for a, b in zip(curve, curve[1:])), curve
@@ -52,12 +52,12 @@ def test_robust_accuracy_monotone_pgd_beats_fgsm_and_reaches_zero(trained, threa
         assert a_pgd <= a_fgsm, (e, a_pgd, a_fgsm)
     # no gradient masking: a large enough budget breaks every point
     big = 1.0 if threat is Linf else 8.0
-    assert robust_accuracy(model, x, y, PGD(threat(big), steps=20, step_size=big / 4)) == 0.0
+    assert robust_accuracy(model, x, y, PGD(threat(big), steps=20, step_size=big / 4, random_start=False)) == 0.0
 
 
 def test_worst_case_over_attacks_and_restarts(trained):
     model, x, y = trained
-    f, p = FGSM(Linf(0.05)), PGD(Linf(0.05), steps=10, step_size=0.0125)
+    f, p = FGSM(Linf(0.05)), PGD(Linf(0.05), steps=10, step_size=0.0125, random_start=False)
     both = robust_accuracy(model, x, y, [f, p], per_sample=True)
     assert torch.equal(
         both, robust_accuracy(model, x, y, f, per_sample=True) & robust_accuracy(model, x, y, p, per_sample=True)
@@ -77,7 +77,7 @@ def test_at_least_as_strong_as_torchattacks(trained):
     eps, alpha, steps = 0.05, 0.01, 10
     # same deterministic iterates (no random start): ours also keeps the best iterate
     theirs = ta.PGD(model, eps=eps, alpha=alpha, steps=steps, random_start=False)(x, y)
-    ours = PGD(Linf(eps), steps=steps, step_size=alpha)(model, x, y)
+    ours = PGD(Linf(eps), steps=steps, step_size=alpha, random_start=False)(model, x, y)
     acc_theirs, acc_ours = accuracy(model, theirs, y), accuracy(model, ours, y)
     assert acc_ours <= acc_theirs, (acc_ours, acc_theirs)
     # with random starts (different noise): ours with one restart within noise, with 3 no worse

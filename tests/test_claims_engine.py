@@ -125,3 +125,27 @@ def test_only_paper_claims_count_and_a_broken_self_check_fails():
     assert [c["id"] for c in html.self_check_failures(claims)] == ["c"]
     assert html.self_check_line(claims) == "self-checks: 1/2 hold (not holding: c)"
     assert html.control_text(claims[0]) == "control: c → contradicted ✓"
+
+
+def test_a_study_file_with_a_bad_declaration_is_refused_before_anything_runs(tmp_path, capsys):
+    from robustlab.cli import main
+
+    src = '''
+from robustlab.claims import ClaimSpec, ControlSpec, premise_at_least
+from robustlab.studies import Study, Preset
+from robustlab.studies.smoke import SmokeConfig, run_points, claims, figures
+STUDY = Study(name="bad-study", title="t", source="s", summary="", config=SmokeConfig,
+              presets={"quick": Preset({}, ({"lr": [0.5]},), n_seeds=2)},
+              run_points=run_points, claims=claims, figures=figures, ensemble=True,
+              claim_specs=(ClaimSpec("smoke-accuracy", SPEC),),
+              premises={"trained": premise_at_least("trained", "test_acc", 0.9)})
+'''
+    cases = {'premises=("traind",)': "premise 'traind' is unknown (known: trained)",
+             'control=ControlSpec({"lr": 7.0}, "x")': "control setting lr=7.0 is in no preset's grid"}
+    for i, (spec, says) in enumerate(cases.items()):
+        f = tmp_path / f"s{i}.py"
+        f.write_text(src.replace("SPEC", spec))
+        assert main(["run", str(f), "--out", str(tmp_path / f"out{i}")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "claim 'smoke-accuracy'" in err[0] and says in err[0], err
+        assert not (tmp_path / f"out{i}").exists()

@@ -64,7 +64,7 @@ def test_verdict_changes_and_effects_apart_are_flagged(tmp_path):
     text = compare_text(sa, sb, rows)
     assert "(missing)" in text and "A: 0.5 [0.4, 0.6] > 0" in text
     assert main(["compare", str(a), str(tmp_path / "b")]) == 0
-    assert main(["compare", str(a), str(tmp_path / "b"), "--strict"]) == 1
+    assert main(["compare", str(a), str(tmp_path / "b"), "--fail-on-change"]) == 1
 
 
 def test_reproduce_directories_match_studies_by_name_and_a_run_matches_its_study(tmp_path, capsys):
@@ -72,8 +72,8 @@ def test_reproduce_directories_match_studies_by_name_and_a_run_matches_its_study
     rb = _reproduce(tmp_path / "rb", {"t": A[:1], "s": A}, seed0=100)
     _, _, rows = compare_dirs(ra, rb)
     assert [(r.study, r.claim) for r in rows] == [("s", "x"), ("s", "y"), ("s", "z"), ("t", "x")]
-    assert main(["compare", str(ra), str(rb), "--strict"]) == 0
-    assert main(["compare", str(ra / "s"), str(rb), "--strict"]) == 0  # a run against a reproduce dir
+    assert main(["compare", str(ra), str(rb), "--fail-on-change"]) == 0
+    assert main(["compare", str(ra / "s"), str(rb), "--fail-on-change"]) == 0  # a run against a reproduce dir
     out = capsys.readouterr().out
     assert "t: only in B (not compared)" in out
 
@@ -125,11 +125,11 @@ def test_cli_compare_bad_input_one_line_exit_2(tmp_path):
 
 
 def test_cli_compare_a_run_and_a_rerun_with_other_base_seeds(tmp_path):
-    """Two real smoke runs (seconds): same verdicts, exit 0 even with --strict."""
+    """Two real smoke runs (seconds): same verdicts, exit 0 even with --fail-on-change."""
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["run", "smoke", "--out", str(a), "--quiet"]) == 0
     assert main(["run", "smoke", "--out", str(b), "--quiet", "--seed", "100"]) == 0
-    r = _cli(str(a), str(b), "--strict")
+    r = _cli(str(a), str(b), "--fail-on-change")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "smoke-accuracy" in r.stdout and "REPRODUCED" in r.stdout
     assert "seeds A 0,1, B 100,101" in r.stdout and "0 verdict changes" in r.stdout

@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from robustlab.models.small_cnn import SmallCNN
-from robustlab.studies.feature_learning import FeatureLearningConfig, _load_split
+from robustlab.studies.feature_learning import FeatureLearningConfig
+from robustlab.studies.feature_learning.run import _load_split
 from robustlab.train.images import evaluate_images, train_images
 from robustlab.utils import make_generator
 

@@ -15,15 +15,9 @@ from robustlab.config import ConfigError
 from robustlab.models.patch_cnn import PatchCNN, smoothed_relu
 from robustlab.studies import get_study
 from robustlab.studies.base import plan
-from robustlab.studies.feature_learning import (
+from robustlab.studies.feature_learning import STUDY, FeatureLearningConfig, run_points
+from robustlab.studies.feature_learning.claims import (
     DIVERGED,
-    QUICK_ETA_ACTIVE,
-    QUICK_ETA_ACTIVE_SEEDS,
-    QUICK_IMAGE_SEEDS,
-    QUICK_MAIN_SEEDS,
-    QUICK_STEPS,
-    STUDY,
-    FeatureLearningConfig,
     _claim_adv_feature_attack,
     _claim_adv_overtakes,
     _claim_adv_pgd,
@@ -34,7 +28,13 @@ from robustlab.studies.feature_learning import (
     _claim_standard,
     _claim_two_phases,
     claims,
-    run_points,
+)
+from robustlab.studies.feature_learning.presets import (
+    QUICK_ETA_ACTIVE,
+    QUICK_ETA_ACTIVE_SEEDS,
+    QUICK_IMAGE_SEEDS,
+    QUICK_MAIN_SEEDS,
+    QUICK_STEPS,
 )
 
 BASE = FeatureLearningConfig().to_dict()
@@ -478,7 +478,7 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
 def test_weights_order_the_groups_by_their_work():
     # Study.weight only orders a parallel run's groups; it must be positive and finite on every
     # preset, and rank what costs more above what costs less
-    from robustlab.studies.feature_learning import _work
+    from robustlab.studies.feature_learning.run import _work
 
     for preset in STUDY.presets:
         assert all(math.isfinite(_work(p)) and _work(p) > 0 for p in plan(STUDY, preset=preset).points), preset

@@ -204,7 +204,7 @@ def test_evaluation_a_few_copies_at_a_time_gives_the_whole_ensembles_bits(monkey
     chunks that fit in cache: every chunk size gives the numbers of the whole ensemble at once,
     the PGD random starts included (drawn in copy order from the one generator)."""
     import robustlab.train.feature as feature
-    from robustlab.studies.feature_learning import _threat_rows
+    from robustlab.studies.feature_learning.run import _threat_rows
 
     seeds = (0, 1, 2, 3, 4)
     spec = FeatureTrainSpec(method="gradient_step", steps=15, lr=1.0, eps=0.4, eta_tilde=15.0, probe_every=5,

@@ -1,4 +1,4 @@
-"""The lazy-training studies' claims reach each verdict state on synthetic results: reproduced on
+"""The lazy-adversarial claims reach each verdict state on synthetic results: reproduced on
 results that show the paper's effect, contradicted on results that show the opposite,
 inconclusive when the effect is too noisy for the seeds, not applicable when a premise (lazy
 regime, trained networks) fails; configs refuse bad input; a tiny study runs end to end."""
@@ -16,7 +16,7 @@ from robustlab.cli import main
 from robustlab.config import ConfigError
 from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
 from robustlab.studies._lazy_common import crossing, log_interp_crossing
-from robustlab.studies.base import Context, load
+from robustlab.studies.base import load
 from robustlab.studies.lazy_adversarial import (
     LazyAdversarialConfig,
     eps_sharp_claim,
@@ -26,128 +26,6 @@ from robustlab.studies.lazy_adversarial import (
     radius_transition_claim,
 )
 from robustlab.studies.lazy_attack import LazyAttackConfig
-from robustlab.studies.lazy_attack import claims as attack_claims
-
-DS = [25, 64, 144, 324, 784]
-ATTACK_IDS = {"lazy-ball", "lazy-generalise", "delta-scaling", "grad-scaling", "eta-scaling", "c0-more-robust"}
-
-
-def _ctx(tmp_path, C0=10.0):
-    return Context(out=tmp_path, figdir=tmp_path, manifest={"base_config": {"C0": C0}}, failures=[])
-
-
-def _attack_df(*, delta_slope=-0.5, grad_slope=0.5, eta_slope=-1.0, c0_power=0.6, acc=0.98,
-               offset=0.99, sphere=True, seed=0, noise=0.05, seeds=3):
-    rng = np.random.default_rng(seed)
-    rows = []
-    for m, c0s in ((64, (10.0, 14.0, 20.0)), (256, (10.0,))):
-        for C0 in c0s:
-            for d in DS:
-                for s in range(seeds):
-                    def jitter():
-                        return float(np.exp(rng.normal(0, noise)))
-                    k = (C0 / 10) ** c0_power
-                    rows.append({
-                        "dataset": "mnist5k", "sphere": sphere, "bias": False, "size": int(math.isqrt(d)),
-                        "m": m, "C0": C0, "R": None, "lr": 1.0, "seed": s, "d": d,
-                        "test_acc": acc + 0.005 * rng.normal(), "offset_ratio": offset,
-                        "left_ball": True,
-                        "delta": 2.0 * k * d ** delta_slope * jitter(), "delta_std": 0.01,
-                        "delta_rel": 2.0 * k * d ** delta_slope * jitter(), "delta_rel_std": 0.01,
-                        "grad": 0.7 * d ** grad_slope * jitter(), "grad_std": 0.1,
-                        "eta": 3.0 * k * d ** eta_slope * jitter(), "eta_std": 0.001})
-    return pd.DataFrame(rows)
-
-
-def _by_id(claims):
-    return {c.id: c for c in claims}
-
-
-def _verdicts(claims):
-    return {c.id: c.decision.verdict for c in claims}
-
-
-def test_attack_claims_reproduced_on_the_papers_effect(tmp_path):
-    got = _by_id(attack_claims(_attack_df(), _ctx(tmp_path)))
-    assert set(got) == ATTACK_IDS
-    assert all(c.decision.verdict == REPRODUCED for c in got.values()), _verdicts(got.values())
-    fit = got["delta-scaling"].evidence["fits"][0]
-    assert fit["slope"] == pytest.approx(-0.5, abs=0.05)
-    assert fit["ci"][0] < fit["slope"] < fit["ci"][1]
-    v = got["delta-scaling"].decision
-    assert v.threshold == (-0.7, -0.3) and v.side == "inside" and v.interval[0] > -0.7 and v.interval[1] < -0.3
-    assert got["c0-more-robust"].evidence["slope_logdelta_logC0"] == pytest.approx(0.6, abs=0.1)
-    d = got["eta-scaling"].to_dict()
-    assert d["verdict"] == REPRODUCED and d["passed"] and d["seeds"] == 3 and len(d["interval"]) == 2
-
-
-@pytest.mark.parametrize("change, claim", [
-    ({"delta_slope": 0.0}, "delta-scaling"),
-    ({"delta_slope": -1.0}, "delta-scaling"),
-    ({"grad_slope": 0.0}, "grad-scaling"),
-    ({"grad_slope": 1.0}, "grad-scaling"),
-    ({"eta_slope": -0.4}, "eta-scaling"),
-    ({"eta_slope": -1.6}, "eta-scaling"),
-    ({"c0_power": -0.5}, "c0-more-robust"),
-    ({"acc": 0.91}, "lazy-generalise"),
-])
-def test_attack_claims_contradicted_by_the_opposite_effect(tmp_path, change, claim):
-    got = _verdicts(attack_claims(_attack_df(**change), _ctx(tmp_path)))
-    assert got[claim] == CONTRADICTED, got
-    assert all(v == REPRODUCED for k, v in got.items() if k != claim), got
-
-
-@pytest.mark.parametrize("change, claim", [
-    ({"delta_slope": -0.3}, "delta-scaling"),  # on the band's edge
-    ({"grad_slope": 0.7}, "grad-scaling"),
-    ({"eta_slope": -0.7}, "eta-scaling"),
-    ({"c0_power": 0.0}, "c0-more-robust"),  # no effect: the interval straddles 0
-])
-def test_attack_claims_inconclusive_on_the_threshold(tmp_path, change, claim):
-    # the true value sits on the threshold: about 1 in 20 noise draws decides it either way
-    got = _by_id(attack_claims(_attack_df(noise=0.6, seed=1, **change), _ctx(tmp_path)))
-    v = got[claim].decision
-    assert v.verdict == INCONCLUSIVE, (v, got[claim].evidence)
-    assert not got[claim].passed
-
-
-def test_attack_seeds_needed_shrinks_as_seeds_are_added(tmp_path):
-    """A slope 0.1 inside the band with noisy seeds: inconclusive at 3 seeds, with a finite
-    seeds_needed that the larger run meets."""
-    needs = []
-    for seeds in (3, 6):
-        v = _by_id(attack_claims(_attack_df(eta_slope=-0.8, noise=0.4, seeds=seeds, seed=1),
-                                 _ctx(tmp_path)))["eta-scaling"].decision
-        needs.append((v.verdict, v.seeds, v.seeds_needed, v.more_seeds))
-    assert needs[0][0] == INCONCLUSIVE and needs[0][2] is not None and needs[0][2] > 3, needs
-    assert needs[0][3] == needs[0][2] - 3
-    if needs[1][0] == INCONCLUSIVE:
-        assert needs[1][3] < needs[0][3], needs
-
-
-@pytest.mark.parametrize("change, condition", [
-    ({"offset": 1.3}, "lazy regime reached"),
-    ({"acc": 0.6}, "networks trained"),
-])
-def test_attack_scaling_claims_not_applicable_when_a_premise_fails(tmp_path, change, condition):
-    got = _by_id(attack_claims(_attack_df(**change), _ctx(tmp_path)))
-    for cid in ("delta-scaling", "grad-scaling", "eta-scaling", "c0-more-robust"):
-        v = got[cid].decision
-        assert v.verdict == NOT_APPLICABLE, (cid, v)
-        assert condition in v.reason
-        assert any(not c.met and c.name == condition for c in v.conditions)
-    if condition == "lazy regime reached":
-        assert got["lazy-ball"].decision.verdict == CONTRADICTED
-
-
-def test_attack_slope_claims_ignore_raw_pixels_and_need_sphere_runs(tmp_path):
-    raw = _attack_df(sphere=False)
-    got = _by_id(attack_claims(raw, _ctx(tmp_path)))
-    assert got["delta-scaling"].decision.verdict == INCONCLUSIVE and "problem" in got["delta-scaling"].evidence
-    assert got["delta-scaling"].evidence["raw_pixel_fits"]  # shown beside
-    both = pd.concat([_attack_df(), _attack_df(sphere=False, delta_slope=0.2)])
-    assert _by_id(attack_claims(both, _ctx(tmp_path)))["delta-scaling"].passed
-
 
 # ---------------------------------------------------------------------------------------
 # lazy-adversarial
@@ -331,7 +209,8 @@ def test_tiny_lazy_attack_run_end_to_end(tmp_path):
     assert {"delta", "grad", "eta", "delta_rel", "test_acc"} <= set(res.columns)
     assert (out / "figures" / "vs_d.png").exists() and (out / "figures" / "vs_C0.png").exists()
     claims = json.loads((out / "claims.json").read_text())
-    assert {c["id"] for c in claims} == ATTACK_IDS
+    assert {c["id"] for c in claims} >= {"lazy-ball", "lazy-generalise", "grad-scaling", "eta-scaling",
+                                         "delta-scaling", "c0-more-robust"}
     assert all(c["verdict"] in ("reproduced", "contradicted", "inconclusive", "not applicable") for c in claims)
 
 

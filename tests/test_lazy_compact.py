@@ -62,10 +62,18 @@ def test_compacted_sgd_matches_the_full_loop_bit_for_bit(data, check, bias, radi
     _same(new, ref, log, ref_log)
 
 
-@pytest.mark.parametrize("bias", [True, False])
-def test_adversarial_training_matches_the_reference_loop_bit_for_bit(data, bias):
-    kw = dict(radius=1.0 / math.sqrt(32), eps=0.1, attack_steps=4, attack_step_size=0.05,
-              bounds=(-1.0, 1.0), lr=0.5, batch_size=32, patience=2, max_epochs=30)
+# the authors' rule (armed from the start); patience armed by clean accuracy (0.9: one copy
+# reaches it, so they stop at different times), by a burn-in, by whichever comes first
+@pytest.mark.parametrize("bias, arm_acc, burn_in, radius", [
+    (True, None, 0, 1.0 / math.sqrt(32)), (False, None, 0, 1.0 / math.sqrt(32)),
+    (True, 0.9, 0, torch.tensor([1e6, 1.0, 0.5, 2.0])),
+    (True, None, 6, torch.tensor([1e6, 1.0, 0.5, 2.0])), (False, None, 6, torch.tensor([1e6, 1.0, 0.5, 2.0])),
+    (False, 0.97, 9, torch.tensor([1e6, 1.0, 0.5, 2.0])),
+])
+def test_adversarial_training_matches_the_reference_loop_bit_for_bit(data, bias, arm_acc, burn_in, radius):
+    kw = dict(radius=radius, eps=0.1, attack_steps=4, attack_step_size=0.05,
+              bounds=(-1.0, 1.0), lr=0.5, batch_size=32, patience=2, max_epochs=30,
+              arm_acc=arm_acc, burn_in=burn_in)
     new, ref = _model(bias), _model(bias)
     log = train_lazy_adversarial(new, data.x_train, data.y_train, generators=_gens(), **kw)
     ref_log = reference_lazy_adversarial(ref, data.x_train, data.y_train, generators=_gens(), **kw)

@@ -1,4 +1,5 @@
-"""End to end (slow): the quick presets reproduce Seed 001's claims on the embedded MNIST.
+"""End to end (slow): the quick presets run the lazy-training claims on the embedded MNIST:
+every self-check holds, every claim carries its control and exclusion counts.
 
 Each run takes about a minute on one CPU core (13 and 8 seeds, chosen by a power estimate).
 """
@@ -15,12 +16,14 @@ from robustlab.studies.base import load
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 6), ("lazy-adversarial", 5)])
-def test_quick_preset_reproduces_the_claims(tmp_path, study, n_claims):
+@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 8), ("lazy-adversarial", 5)])
+def test_quick_preset_runs_the_claims(tmp_path, study, n_claims):
     out = tmp_path / study
-    assert main(["run", study, "--out", str(out), "--quiet", "--strict"]) == 0
+    assert main(["run", study, "--out", str(out), "--quiet"]) == 0
     claims = json.loads((out / "claims.json").read_text())
-    assert len(claims) == n_claims and all(c["verdict"] == "reproduced" for c in claims), claims
+    assert len(claims) == n_claims, claims
+    assert all(c["verdict"] == "reproduced" for c in claims if c["kind"] == "self-check")
+    assert all(c["control"] is not None and "excluded" in c for c in claims if c["kind"] == "claim")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["sweep"]["failed_now"] == 0
     df = load(out)

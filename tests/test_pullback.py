@@ -147,9 +147,9 @@ class _Wrapped(nn.Module):
 
 
 @pytest.mark.parametrize("attack", [
-    PGD(Linf(0.1), steps=7, step_size=0.03),
+    PGD(Linf(0.1), steps=7, step_size=0.03, random_start=False),
     PGD(Linf(0.1), steps=5, step_size=0.03, random_start=True, restarts=3),
-    PGD(Linf(0.1), steps=5, step_size=0.03, loss="margin", early_stop=True),
+    PGD(Linf(0.1), steps=5, step_size=0.03, loss="margin", early_stop=True, random_start=False),
     FGSM(Linf(0.1)),
 ])
 def test_attacks_give_the_same_points_by_either_route(attack):
@@ -278,7 +278,7 @@ def test_traced_forward_refuses_what_it_does_not_model(fn):
     assert traced_layers(model) is None and sequential_pullback(model) is None
     x, y = torch.rand(5, 4), torch.tensor([0, 1, 2, 0, 1])
     if isinstance(model(x), torch.Tensor):  # autograd attacks it, as before
-        a = PGD(Linf(0.1), steps=3, step_size=0.05)(model, x, y)
+        a = PGD(Linf(0.1), steps=3, step_size=0.05, random_start=False)(model, x, y)
         assert a.shape == x.shape
 
 
@@ -323,6 +323,6 @@ def test_gradient_fn_checks_a_traced_chain_against_the_model():
     twin = _Fwd(lambda s, t: s.b(F.relu(s.a(t))) * 3.0).double().eval()
     twin.load_state_dict(model.state_dict())
     assert traced_layers(twin) is None
-    a = PGD(Linf(0.2), steps=5, step_size=0.05)(model, x, y, bounds=None)
-    b = PGD(Linf(0.2), steps=5, step_size=0.05)(twin, x, y, bounds=None)
+    a = PGD(Linf(0.2), steps=5, step_size=0.05, random_start=False)(model, x, y, bounds=None)
+    b = PGD(Linf(0.2), steps=5, step_size=0.05, random_start=False)(twin, x, y, bounds=None)
     torch.testing.assert_close(a, b, rtol=0, atol=1e-12)

@@ -116,8 +116,8 @@ def _verdict_claims(state):
     return claims
 
 
-@pytest.mark.parametrize("state, code", [("reproduced", 0), ("inconclusive", 1), ("not applicable", 0)])
-def test_strict_fails_on_inconclusive_but_not_on_not_applicable(tmp_path, capsys, monkeypatch, state, code):
+@pytest.mark.parametrize("state, code", [("reproduced", 0), ("inconclusive", 1), ("not applicable", 1)])
+def test_strict_fails_unless_every_claim_is_reproduced(tmp_path, capsys, monkeypatch, state, code):
     register(monkeypatch, smoke_variant("smoke-state", claims=_verdict_claims(state)))
     assert reproduce(tmp_path / "r", preset="quick", options=QUIET, studies=["smoke-state"], strict=True) == code
     assert re.search(rf"^smoke-state\s+one\s+{state.upper()}", capsys.readouterr().out, re.M)
@@ -233,7 +233,7 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
     assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
-    assert "claims 2/2 reproduced" in err[2]
+    assert "self-checks: 2/2 hold" in err[2]  # the smoke study's two checks are self-checks
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 

@@ -96,14 +96,14 @@ def test_the_thread_count_changes_bits_and_the_sweep_pins_it(tmp_path):
         torch.set_num_threads(2)
         two = big_sum(pts, "cpu")
         with Store(tmp_path / "a.sqlite") as st:  # in-process, the driver left at 2 threads
-            run_sweep(pts, big_sum, st, SweepOptions(quiet=True))
+            run_sweep(pts, big_sum, st, SweepOptions(quiet=True), execute=backends.execute)
             in_process = st.table()
     finally:
         torch.set_num_threads(old)
     if one == two:
         pytest.skip("this machine's torch adds up the same bits with 1 and 2 threads")
     with Store(tmp_path / "b.sqlite") as st:
-        run_sweep(pts, big_sum, st, SweepOptions(workers=2, quiet=True))
+        run_sweep(pts, big_sum, st, SweepOptions(workers=2, quiet=True), execute=backends.execute)
         pool = st.table()
     assert in_process == pool
     assert [json.loads(r[3])[0]["sum"] for r in sorted(in_process, key=lambda r: json.loads(r[1])["seed"])] == \
@@ -127,7 +127,7 @@ def crashy_run(cfgs: list[CrashConfig], device: str) -> list:
 def test_a_worker_that_dies_fails_its_point_and_the_sweep_goes_on(tmp_path):
     pts = [CrashConfig(x=float(i), crash=(i == 2)) for i in range(5)]
     with Store(tmp_path / "s.sqlite") as st:
-        stats = run_sweep(pts, crashy_run, st, SweepOptions(workers=2, quiet=True))
+        stats = run_sweep(pts, crashy_run, st, SweepOptions(workers=2, quiet=True), execute=backends.execute)
         assert stats["failed_now"] == 1
         assert st.count() == 5 and st.count("done") == 4
         (fail,) = st.failures()
@@ -194,7 +194,7 @@ def test_a_script_workers_cannot_import_is_refused_in_one_line(tmp_path):
 def test_a_run_function_that_cannot_be_pickled_is_a_user_error(tmp_path):
     pts = [CrashConfig(x=1.0), CrashConfig(x=2.0)]
     with Store(tmp_path / "s.sqlite") as st, pytest.raises(Exception, match="cannot be sent to worker"):
-        run_sweep(pts, lambda cfgs, dev: [[{"a": 1}]], st, SweepOptions(workers=2, quiet=True))
+        run_sweep(pts, lambda cfgs, dev: [[{"a": 1}]], st, SweepOptions(workers=2, quiet=True), execute=backends.execute)
 
 
 # ----------------------------------------------------------------------------------------
@@ -367,10 +367,10 @@ def test_costliest_first_orders_by_total_weight_and_keeps_ties_and_unknowns():
 def test_a_pool_starts_the_costliest_groups_first_with_the_same_results(tmp_path):
     pts = [WorkConfig(cost=float(c)) for c in (1, 2, 5, 3, 4)]
     with Store(tmp_path / "a.sqlite") as st:
-        run_sweep(pts, timed_run, st, SweepOptions(workers=2, quiet=True), weight=lambda c: c.cost)
+        run_sweep(pts, timed_run, st, SweepOptions(workers=2, quiet=True), execute=backends.execute, weight=lambda c: c.cost)
         pool = {r["params"]["cost"]: r["rows"][0] for r in st.done()}
     with Store(tmp_path / "b.sqlite") as st:  # one worker: the plan's order, the same records
-        run_sweep(pts, timed_run, st, SweepOptions(quiet=True), weight=lambda c: c.cost)
+        run_sweep(pts, timed_run, st, SweepOptions(quiet=True), execute=backends.execute, weight=lambda c: c.cost)
         one = {r["params"]["cost"]: r["rows"][0] for r in st.done()}
     assert sorted(pool) == sorted(one) == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert all(pool[c]["cost"] == one[c]["cost"] == c for c in pool)  # each point's own result, either way

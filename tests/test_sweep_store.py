@@ -17,6 +17,7 @@ import pytest
 import robustlab
 from robustlab.config import Config, UserError, config_hash, param
 from robustlab.errors import NumericalError
+from robustlab.sweep.backends import execute
 from robustlab.sweep.progress import Progress
 from robustlab.sweep.runner import SweepOptions, group_points, run_group, run_sweep
 from robustlab.sweep.store import Store
@@ -221,12 +222,12 @@ def test_sweep_skips_finished_and_failed_points_and_retries_on_request(tmp_path)
     bad = points(xs=(5.0,), mode="raise")
     opts = SweepOptions(quiet=True)
     with Store(tmp_path / "s.sqlite") as st:
-        s1 = run_sweep(ok + bad, fake_run, st, opts, ensemble=True)
+        s1 = run_sweep(ok + bad, fake_run, st, opts, execute=execute, ensemble=True)
         assert s1 == {**s1, "points": 6, "ran": 6, "skipped": 0, "groups": 3, "failed_now": 2}
         assert CALLS == [[(1.0, 0), (1.0, 1)], [(2.0, 0), (2.0, 1)], [(5.0, 0), (5.0, 1)]]
-        s2 = run_sweep(ok + bad, fake_run, st, opts, ensemble=True)
+        s2 = run_sweep(ok + bad, fake_run, st, opts, execute=execute, ensemble=True)
         assert s2["ran"] == 0 and s2["skipped"] == 6 and len(CALLS) == 3  # nothing re-run
-        s3 = run_sweep(ok + bad, fake_run, st, dataclasses.replace(opts, retry_failed=True), ensemble=True)
+        s3 = run_sweep(ok + bad, fake_run, st, dataclasses.replace(opts, retry_failed=True), execute=execute, ensemble=True)
         assert s3["ran"] == 2 and CALLS[-1] == [(5.0, 0), (5.0, 1)]  # only the failed group
         assert st.count() == 6 and st.count("failed") == 2
         fails = st.failures()
@@ -243,10 +244,10 @@ def test_a_retried_failure_that_now_succeeds_is_replaced(tmp_path):
 
     pts = points(xs=(1.0,), seeds=(0,))
     with Store(tmp_path / "s.sqlite") as st:
-        run_sweep(pts, flaky, st, SweepOptions(quiet=True))
+        run_sweep(pts, flaky, st, SweepOptions(quiet=True), execute=execute)
         assert st.count("failed") == 1
         state["broken"] = False
-        run_sweep(pts, flaky, st, SweepOptions(quiet=True, retry_failed=True))
+        run_sweep(pts, flaky, st, SweepOptions(quiet=True, retry_failed=True), execute=execute)
         assert st.count() == 1 and st.count("done") == 1 and st.done()[0]["rows"] == [{"v": 1.0}]
 
 
@@ -257,7 +258,7 @@ def test_groups_are_formed_from_the_whole_grid_so_a_resume_runs_the_same_batches
         # as if a killed run had recorded the first chunk of two seeds
         st.record(run_group(fake_run, pts[:2], "cpu"))
         CALLS.clear()
-        run_sweep(pts, fake_run, st, SweepOptions(quiet=True), ensemble=True, max_group=2)
+        run_sweep(pts, fake_run, st, SweepOptions(quiet=True), execute=execute, ensemble=True, max_group=2)
     assert CALLS == [[(1.0, 2), (1.0, 3)]]
 
 

@@ -275,7 +275,7 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
     (saved,) = (out / "checkpoints").glob("*.pt")
     assert checkpoint.progress_of(out / "checkpoints") == ["he depth 3 width 16 epoch 2/6"]  # for the log line
     assert checkpoint.Checkpoint(saved, torch.load(saved, weights_only=True)["keys"]).load()["train"]["epoch"] == 2
-    epochs, real = [], W.train_supervised
+    epochs, real = [], W.run.train_supervised
 
     mapped = []
 
@@ -289,9 +289,9 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
 
         return real(*a, **{**k, "on_epoch": check})
 
-    monkeypatch.setattr(W, "train_supervised", train)
+    monkeypatch.setattr(W.run, "train_supervised", train)
     assert main([*args, "--out", str(out)]) == 0  # resumes
-    monkeypatch.setattr(W, "train_supervised", real)
+    monkeypatch.setattr(W.run, "train_supervised", real)
     assert epochs == [2, 0]  # the killed group goes on from its epoch 2, the other starts afresh
     assert mapped and not any(mapped)
     assert not (out / "checkpoints").exists()

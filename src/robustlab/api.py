@@ -11,6 +11,7 @@ run directory exactly from its ``manifest.json``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -22,7 +23,7 @@ from . import records
 from .config import ConfigError, UserError
 
 __all__ = ["Run", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
-           "grid_args"]
+           "grid_args", "results_differ"]
 
 
 def default_out(name: str) -> Path:
@@ -151,7 +152,7 @@ def start_run(study: str, *, options, preset: str = "quick", sets: Mapping[str, 
 def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = None,
         grid: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
         seeds: int | None = None, out: str | Path | None = None, backend: str = "local",
-        workers: int = 1, threads: int = 1, device: str = "cpu", ray_address: str | None = None,
+        workers: int | None = None, threads: int = 1, device: str = "cpu", ray_address: str | None = None,
         quiet: bool = False, retry_failed: bool = False, data_dir: str | None = None,
         reuse: Sequence[str | Path] = ()) -> Run:
     """Run one study, exactly as ``robustlab run`` does, and return the :class:`Run`.
@@ -162,15 +163,18 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     directories of the same study whose finished points with exactly these configs are taken,
     not recomputed (``--reuse``). Bad input raises
     :class:`robustlab.UserError` (a :class:`ConfigError` for a bad field) before anything
-    is written. Progress shows in a terminal and in a notebook unless ``quiet``.
+    is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
+    local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
-    from .sweep.runner import SweepOptions, check_threads
+    from .sweep.runner import SweepOptions, check_threads, default_workers
     from .utils import resolve_device
 
     check_threads(threads)
     resolve_device(device)
     if ray_address and backend != "ray":
         raise UserError("ray_address is not allowed without backend='ray'")
+    if workers is None:
+        workers = default_workers(threads)
     options = SweepOptions(backend=backend, workers=workers, device=device, ray_address=ray_address,
                            quiet=quiet, threads=threads, retry_failed=retry_failed)
     return start_run(study, options=options, preset=preset, sets=set, grids=grid, seed=seed,
@@ -240,14 +244,15 @@ def read_run_file(path: str | Path) -> dict[str, Any]:
 # rerun: a run directory re-executed from its record
 
 def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet: bool = False,
-          workers: int = 1, backend: str = "local") -> Run:
+          workers: int | None = None, backend: str = "local") -> Run:
     """Re-execute the run in ``src`` from its manifest: the same study, base config, grid,
     seeds, thread count and device, into ``out`` (a new directory). On a CPU of the kind the
     record names (``host.cpu``, ``host.cpu_capability``) its results.jsonl is byte-identical to
-    the original's; another kind of CPU may sum in another order."""
+    the original's; another kind of CPU may sum in another order. ``workers``: by default the
+    CPU cores // the run's threads, as ``robustlab rerun``."""
     from .studies import external, get_study
     from .studies.base import execute, plan_from_manifest
-    from .sweep.runner import SweepOptions
+    from .sweep.runner import SweepOptions, default_workers
 
     src = Path(src)
     if not (src / "manifest.json").is_file():
@@ -256,7 +261,8 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     study = external.from_manifest(manifest, get_study)
     p = plan_from_manifest(study, manifest)
     if options is None:
-        options = SweepOptions(backend=backend, workers=workers, quiet=quiet)
+        threads = int(manifest.get("threads", 1))
+        options = SweepOptions(backend=backend, workers=workers or default_workers(threads), quiet=quiet)
     # what decides the bits comes from the record; how it runs (workers, backend) may differ
     options = dataclasses.replace(options, threads=int(manifest.get("threads", 1)),
                                   device=manifest.get("device", "cpu"))
@@ -272,3 +278,34 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
             raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
     summary = execute(p, out, options, record={"rerun_of": str(src.resolve())})
     return Run(out, summary)
+
+
+def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]:
+    """How two results.jsonl files differ, as short texts (empty when byte-identical).
+
+    Rows are matched by position (both are in the plan's order): a differing row count is one
+    text; otherwise each field whose value differs in some row, with how many rows and the
+    first such row (``loss: 12 of 48 rows, first row 3: 2.3045 vs 2.3051``)."""
+    a, b = Path(a), Path(b)
+    if a.read_bytes() == b.read_bytes():
+        return []
+    rows_a = [json.loads(line) for line in a.read_text().splitlines() if line.strip()]
+    rows_b = [json.loads(line) for line in b.read_text().splitlines() if line.strip()]
+    if len(rows_a) != len(rows_b):
+        return [f"{len(rows_a)} rows vs {len(rows_b)} rows"]
+    fields: dict[str, list[int]] = {}
+    for i, (ra, rb) in enumerate(zip(rows_a, rows_b)):
+        for k in dict.fromkeys([*ra, *rb]):
+            if ra.get(k, _MISSING) != rb.get(k, _MISSING):
+                fields.setdefault(k, []).append(i)
+    out = []
+    for k, rows in list(fields.items())[:limit]:
+        i = rows[0]
+        out.append(f"{k}: {len(rows)} of {len(rows_a)} rows, first row {i}: "
+                   f"{rows_a[i].get(k, '(missing)')!r} vs {rows_b[i].get(k, '(missing)')!r}")
+    if len(fields) > limit:
+        out.append(f"and {len(fields) - limit} more fields")
+    return out or ["the same values, written differently (key order or number format)"]
+
+
+_MISSING = object()

@@ -37,11 +37,43 @@ def _kv(items: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-_STRICT_HELP = "exit 1 when a claim is contradicted or inconclusive (not when not applicable)"
+_STRICT_HELP = "exit 1 unless every paper claim is reproduced and every self-check holds"
+_PRESET_HELP = "the study's named settings (default quick); `robustlab run STUDY --help` lists them"
+
+
+class _StudyHelp(argparse.Action):
+    """``-h/--help`` that names the presets of the study given before it (``run STUDY -h``),
+    or, for ``reproduce``, those every study of ``reproduce`` has."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001
+        preset = next(a for a in parser._actions if "--preset" in a.option_strings)
+        try:
+            preset.help = presets_help(getattr(namespace, "study", None))
+        except UserError:
+            pass  # an unknown study: the generic help
+        parser.print_help()
+        parser.exit()
+
+
+def presets_help(study: str | None) -> str:
+    """``--preset``'s help: the named study's presets, or those every built-in study has."""
+    from .studies import REGISTRY, get_study
+
+    if study:
+        st = get_study(study)
+        return f"named settings of {st.name} (default quick): " + ", ".join(st.presets)
+    common = [k for k in get_study(next(iter(REGISTRY))).presets
+              if all(k in get_study(n).presets for n in REGISTRY)]
+    return (f"named settings (default quick); every built-in study has {', '.join(common)}; "
+            "`robustlab list STUDY` lists a study's own")
 
 
 def _add_sweep_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default="quick", help="named settings: quick (default) or paper")
+    p.add_argument("-h", "--help", action=_StudyHelp, help="show this help (with the study's presets) and exit")
+    p.add_argument("--preset", default="quick", help=_PRESET_HELP)
     p.add_argument("--out", type=Path, default=None, help="run directory (default runs/NAME-TIME)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--backend", default="local", help="local (default) or ray")
@@ -63,11 +95,14 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = _Parser(prog="robustlab", description="A laboratory for the science of adversarial robustness.")
+    parser.add_argument("--version", action="version", version=f"robustlab {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    p_list = sub.add_parser("list", help="studies and their parameters")
-    p_list.add_argument("study", nargs="?", help="show one study only")
-    p_run = sub.add_parser("run", help="run one study")
+    p_list = sub.add_parser("list", help="the studies, one line each; `list STUDY`: its presets and parameters")
+    p_list.add_argument("study", nargs="?", help="show this study's presets, claims and parameters")
+    p_run = sub.add_parser("run", help="run one study", add_help=False)
     p_run.add_argument("study", nargs="?", default=None,
                        help="a study name, or the path of a .py file that defines STUDY")
     p_run.add_argument("--config", type=Path, default=None, metavar="EXP.TOML",
@@ -80,12 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--seeds", type=int, default=None, help="number of seeds (default: the preset's)")
     p_run.add_argument("--data-dir", default=None,
                        help="folder with torchvision dataset files (sets the study's data_dir)")
-    p_run.add_argument("--resume", action="store_true", help="continue the run in --out (also implied by re-running into it)")
+    p_run.add_argument("--resume", action="store_true",
+                       help="continue a run: the one in --out (refused if it holds none), or without --out the "
+                            "latest run of this study under runs/ (re-running into a run's --out resumes it too)")
     p_run.add_argument("--reuse", action="append", default=[], metavar="DIR",
                        help="take the finished points of this earlier run of the study whose configs are exactly "
                             "this run's, instead of computing them (repeatable)")
     _add_sweep_options(p_run)
-    p_rep = sub.add_parser("reproduce", help="run every study and write one report")
+    p_rep = sub.add_parser("reproduce", help="run every study and write one report", add_help=False)
     p_rep.add_argument("--seed", type=int, default=None, help="base seed of every study")
     p_rep.add_argument("--only", default=None, metavar="NAME[,NAME]",
                        help="run only these studies, in this order (default: all of "
@@ -107,13 +144,16 @@ def _add_lab_commands(sub) -> None:
     p_new = sub.add_parser("new", help="write a study scaffold NAME.py and its test test_NAME.py")
     p_new.add_argument("name", help="the study's name (letters, digits, '-' and '_')")
     p_new.add_argument("--dir", type=Path, default=Path("."), help="where to write (default: here)")
+    p_new.add_argument("--package", action="store_true",
+                       help="write a plugin package DIR/NAME/ (pyproject.toml with its entry point, the study, tests)")
     p_rerun = sub.add_parser("rerun", help="re-execute a run exactly from its manifest.json")
     p_rerun.add_argument("dir", type=Path, help="a run directory")
     p_rerun.add_argument("--out", type=Path, default=None, help="the new run directory (default runs/NAME-rerun-TIME)")
     p_rerun.add_argument("--backend", default="local", help="local (default) or ray")
-    p_rerun.add_argument("--workers", type=int, default=1, help="local backend: parallel processes")
+    p_rerun.add_argument("--workers", type=int, default=None,
+                         help="local backend: parallel processes (default: CPU cores // the run's threads)")
     p_rerun.add_argument("--quiet", action="store_true", help="no progress bar")
-    p_rerun.add_argument("--strict", action="store_true", help="exit 1 when a claim fails")
+    p_rerun.add_argument("--strict", action="store_true", help=_STRICT_HELP)
 
 
 def _default_out(name: str) -> Path:
@@ -121,8 +161,11 @@ def _default_out(name: str) -> Path:
 
 
 def default_workers(threads: int) -> int:
-    """Worker processes that fill the machine: its cores divided by each point's threads."""
-    return max(1, (os.cpu_count() or 1) // max(1, threads))
+    """Worker processes that fill the machine: its cores divided by each point's threads (the
+    one default of ``run``, ``reproduce``, ``rerun``, :func:`robustlab.run` and :func:`robustlab.rerun`)."""
+    from .sweep.runner import default_workers as fill
+
+    return fill(threads)
 
 
 def _resolve_workers(args: argparse.Namespace) -> None:
@@ -164,7 +207,10 @@ def _fmt_seconds(s: float) -> str:
 def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = None) -> int:
     """--dry-run: points, groups and an estimated wall time per study; nothing written.
     ``skips``: per plan, the keys of points the run would not compute (resumed or reused)."""
-    from .studies.base import estimate
+    import dataclasses
+
+    options = dataclasses.replace(options, isolate=False)  # timings of the points, not of a worker's start
+    from .studies.estimate import estimate
 
     print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
           "temporary directory; nothing is written", file=sys.stderr, flush=True)
@@ -200,25 +246,54 @@ def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = Non
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """``list``: one line per study (built-in, then plugins; a broken plugin is one line and
+    hides no other); ``list STUDY``: its paper, presets, claims and parameters."""
     from .studies import REGISTRY, external, get_study
 
-    studies = [get_study(args.study)] if args.study else [get_study(n) for n in REGISTRY]
-    broken = []
-    if not args.study:  # installed plugins; a broken one is one line and hides no other
-        for item in external.listing(set(REGISTRY)):
-            if item.study is None:
-                broken.append(f"{item.name}: BROKEN — {item.problem}")
-            else:
-                studies.append(item.study)
-    for st in studies:
-        print(f"{st.name}: {st.title}  ({st.source})  [{external.origin_text(st)}]")
-        print("  presets: " + ", ".join(f"{k} ({v.description or 'no description'})" for k, v in st.presets.items()))
-        for fname, tname, default, help_ in st.config.describe():
-            print(f"  {fname:<22} {tname:<34} default={default!r:<14} {help_}")
-        print()
-    for line in broken:
-        print(line)
+    if args.study:
+        _list_study(get_study(args.study))
+        return 0
+    rows = [(st.name, st) for st in (get_study(n) for n in REGISTRY)]
+    rows += [(item.name, item.study or item.problem) for item in external.listing(set(REGISTRY))]
+    nw = max(len(n) for n, _ in rows)
+    for name, st in rows:
+        if isinstance(st, str):
+            print(_clip(f"{name:<{nw}}  BROKEN: {st}", 100))
+            continue
+        n = len(st.presets)
+        print(_clip(f"{name:<{nw}}  {n:>2} preset{'s' if n != 1 else ' '}  {st.title}", 100))
+    print("details: robustlab list STUDY")
     return 0
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _list_study(st) -> None:  # noqa: ANN001 - a Study
+    """Everything a run of the study can be told: presets, claims, parameters."""
+    import textwrap
+
+    from .studies import external
+
+    print(f"{st.name}: {st.title}")
+    print(f"  paper: {st.source}   [{external.origin_text(st)}]")
+    if st.summary:
+        print(textwrap.fill(" ".join(st.summary.split()), 100, initial_indent="  ", subsequent_indent="  "))
+    print("presets (--preset):")
+    pw = max(len(k) for k in st.presets)
+    for k, v in st.presets.items():
+        print(_clip(f"  {k:<{pw}}  {v.description or 'no description'}", 120))
+    if st.claim_specs:
+        print("claims:")
+        cw = max(len(c.id) for c in st.claim_specs)
+        for c in st.claim_specs:
+            ctl = f"control: {c.control.label()}" if c.control is not None else ""
+            prem = f"premises: {', '.join(c.premises)}" if c.premises else ""
+            print(_clip(f"  {c.id:<{cw}}  {c.kind:<11}  " + "; ".join(x for x in (ctl, prem) if x), 120))
+    print("parameters (--set KEY=VALUE, --grid KEY=V1,V2):")
+    for fname, tname, default, help_ in st.config.describe():
+        print(_clip(f"  {fname:<22} {tname:<18} default={default!r:<12} {help_}", 140))
 
 
 def _early_workers(args: argparse.Namespace) -> None:
@@ -239,8 +314,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .report.html import claim_table_text
 
     options = _sweep_options(args)
+    out_dir = args.out
+    if args.resume and out_dir is None:
+        out_dir = latest_run(args.study)
     p, out = prepare_run(args.study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
-                         seed=args.seed, seeds=args.seeds, out=args.out, data_dir=args.data_dir,
+                         seed=args.seed, seeds=args.seeds, out=out_dir, data_dir=args.data_dir,
                          resume=args.resume, max_points=_max_points(args))
     if args.dry_run:
         from .studies.base import check_reuse, finished_keys
@@ -279,9 +357,22 @@ def _died_exit(failures: list[dict], out) -> int:
     return 2
 
 
+def latest_run(study: str, root: Path = Path("runs")) -> Path:
+    """``run STUDY --resume`` without ``--out``: the newest run directory of that study under
+    ``runs/`` (the default ``--out`` names them ``runs/STUDY-DATE-TIME``)."""
+    from .studies import get_study
+
+    name = get_study(study).name
+    found = sorted((d for d in root.glob(f"{name}-*") if (d / "manifest.json").is_file()
+                    and d.name[len(name) + 1:][:1].isdigit()), key=lambda d: d.name)
+    if not found:
+        raise UserError(f"--resume found no run of {name} under {str(root)!r}: give its --out")
+    return found[-1]
+
+
 def _claims_exit(claims: list[dict], strict: bool) -> int:
     """1 when a self-check does not hold (always: robustlab's own code is wrong), or, with
-    ``--strict``, when a paper claim is contradicted or inconclusive."""
+    ``--strict``, unless every paper claim is reproduced."""
     from .report.html import self_check_failures, strict_failures
 
     broken = self_check_failures(claims)
@@ -334,25 +425,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .scaffold import write_scaffold
+    from .scaffold import pytest_hint, write_package, write_scaffold
 
-    for path in write_scaffold(args.name, args.dir):
+    for path in (write_package if args.package else write_scaffold)(args.name, args.dir):
         print(f"wrote {path}")
+    if args.package:
+        print(f"install it with: pip install -e {args.dir / args.name}  (then: robustlab run {args.name})")
+    hint = pytest_hint()
+    if hint:
+        print(hint)
     return 0
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
     from . import records
-    from .api import rerun
+    from .api import rerun, results_differ
     from .report.html import claim_table_text
-    from .sweep.runner import SweepOptions
 
-    options = SweepOptions(backend=args.backend, workers=args.workers, quiet=args.quiet)
-    run = rerun(args.dir, out=args.out, options=options)
+    run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
     print(claim_table_text([run.summary["section"]]))
-    same = (args.dir / "results.jsonl").read_bytes() == (run.out / "results.jsonl").read_bytes()
+    differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
-          + ("byte-identical to the original" if same else "DIFFERS from the original"))
+          + ("DIFFERS from the original" if differ else "byte-identical to the original"))
+    for line in differ:
+        print(f"  differs: {line}")
     then = records.read_json(args.dir / "manifest.json").get("host") or {}
     now = run.manifest.get("host") or {}
     cpu = [(h.get("cpu"), h.get("cpu_capability")) for h in (then, now)]
@@ -360,6 +456,10 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"note: recorded on {cpu[0][0]} ({cpu[0][1]} kernels), re-run on {cpu[1][0]} ({cpu[1][1]} "
               "kernels): the CPU kernels sum in the order their instruction set suits, so results can "
               "differ in the last bits, and trained networks further")
+    if differ:  # a rerun that does not reproduce its record is a failure, whatever the claims say
+        print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
+              + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
+        return 1
     return _claims_exit(run.claims, args.strict)
 
 
@@ -409,7 +509,7 @@ def _add_compare(sub) -> None:
     p = sub.add_parser("compare", help="every claim's verdict and effect in two runs, side by side")
     p.add_argument("dir_a", type=Path, help="a run directory or a reproduce directory")
     p.add_argument("dir_b", type=Path, help="another one (e.g. the same study at other base seeds)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when a claim's verdict changed")
+    p.add_argument("--fail-on-change", action="store_true", help="exit 1 when a claim's verdict changed")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -417,14 +517,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     sa, sb, rows = compare_dirs(args.dir_a, args.dir_b)
     print(compare_text(sa, sb, rows))
-    return 1 if args.strict and any(r.changed for r in rows) else 0
+    return 1 if args.fail_on_change and any(r.changed for r in rows) else 0
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
     """Show a warning as one line, without the file and source line Python would print.
     (Warnings from the points are captured and stored by the sweep; this covers the rest.)"""
-    text = " ".join(str(message).split())
-    print(f"robustlab: warning: {category.__name__}: {text}", file=file or sys.stderr, flush=True)
+    from .sweep.runner import warning_sentence
+
+    text = warning_sentence(" ".join(str(message).split()))
+    print(f"robustlab: warning: {text}", file=file or sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -229,14 +229,14 @@ class Config:
         unknown = set(data) - set(cls.field_names())
         if unknown:
             key = sorted(unknown)[0]
-            raise ConfigError(key, data[key], _unknown_text(cls))
+            raise ConfigError(key, data[key], _unknown_text(cls, key))
         return cls(**data)
 
     def replace(self: C, **changes: Any) -> C:
         unknown = set(changes) - set(self.field_names())
         if unknown:
             key = sorted(unknown)[0]
-            raise ConfigError(key, changes[key], _unknown_text(type(self)))
+            raise ConfigError(key, changes[key], _unknown_text(type(self), key))
         return dataclasses.replace(self, **changes)
 
 
@@ -247,8 +247,21 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _unknown_text(cls: type[Config]) -> str:
-    return f"unknown key for study {cls.study!r}; known keys: " + ", ".join(cls.field_names())
+def did_you_mean(name: object, choices: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to a mistyped ``name``, or ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_key_text(study: str, key: str, names: Sequence[str]) -> str:
+    """What a ``--set``/``--grid`` of an unknown field says: the study, a hint, the known keys."""
+    return f"unknown key for study {study!r}{did_you_mean(key, names)}; known keys: " + ", ".join(names)
+
+
+def _unknown_text(cls: type[Config], key: str = "") -> str:
+    return unknown_key_text(cls.study, key, cls.field_names())
 
 
 def _jsonable(value: Any) -> Any:
@@ -263,7 +276,7 @@ def apply_overrides(cfg: C, overrides: Mapping[str, str]) -> C:
     changes: dict[str, Any] = {}
     for key, text in overrides.items():
         if key not in hints or key not in cfg.field_names():
-            raise ConfigError(key, text, _unknown_text(type(cfg)))
+            raise ConfigError(key, text, _unknown_text(type(cfg), key))
         changes[key] = parse_value(hints[key], text, key)
     return cfg.replace(**changes)
 

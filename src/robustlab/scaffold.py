@@ -181,8 +181,60 @@ def test_the_claim_can_fail(run):
 '''
 
 
-def write_scaffold(name: str, folder: str | Path = ".") -> list[Path]:
-    """Write ``NAME.py`` and ``test_NAME.py`` into ``folder``; returns their paths."""
+PACKAGE_PYPROJECT = """[build-system]
+requires = ["setuptools>=64"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "robustlab-${name}"
+version = "0.1.0"
+description = "A robustlab study: ${name}."
+requires-python = ">=3.10"
+dependencies = ["robustlab"]
+
+[project.optional-dependencies]
+test = ["pytest>=7"]
+
+# What makes `robustlab list` and `robustlab run ${name}` find the study once installed.
+[project.entry-points."robustlab.studies"]
+${name} = "${package}:STUDY"
+
+[tool.setuptools]
+packages = ["${package}"]
+"""
+
+PACKAGE_INIT = '''"""The robustlab study ${name} (entry point ``${package}:STUDY``)."""
+
+from .study import STUDY
+
+__all__ = ["STUDY"]
+'''
+
+PACKAGE_README = """# robustlab-${name}
+
+A robustlab study, packaged as a plugin (written by `robustlab new ${name} --package`).
+
+```bash
+pip install -e '.[test]'        # registers the entry point robustlab.studies: ${name}
+robustlab list                  # ... ${name}: ...  [package robustlab-${name} 0.1.0]
+robustlab run ${name} --workers 2
+pytest tests                    # the study's own tests
+```
+
+Edit `${package}/study.py`: the config, `run_points`, the claims and the figures.
+"""
+
+# The scaffold's tests, finding the study through its entry point (so: once installed).
+PACKAGE_TEST = TEST_TEMPLATE.replace(
+    'HERE = Path(__file__).resolve().parent\nSTUDY = get_study(str(HERE / "${module}.py"))'
+    '  # as `robustlab run ${module}.py` loads it',
+    'STUDY = get_study("${name}")  # through the entry point, as `robustlab run ${name}` finds it',
+).replace('robustlab.run(str(HERE / "${module}.py"), out=', 'robustlab.run("${name}", out=',
+          ).replace("from pathlib import Path\n\n", "")
+
+
+def _names(name: str) -> dict[str, str]:
+    """Checked ``name`` and the identifiers derived from it (``UserError`` when refused)."""
     from .studies import REGISTRY
 
     if not NAME_RE.match(name):
@@ -190,17 +242,58 @@ def write_scaffold(name: str, folder: str | Path = ".") -> list[Path]:
                         "starting with a letter")
     if name in REGISTRY:
         raise UserError(f"name={name!r} is not allowed: it is a built-in study; choose another name")
-    folder = Path(folder)
     module = name.replace("-", "_")
-    cls = "".join(part.capitalize() for part in module.split("_"))
-    study_path, test_path = folder / f"{module}.py", folder / f"test_{module}.py"
-    for path in (study_path, test_path):
-        if path.exists():
-            raise UserError(f"name={name!r} is not allowed: {path} exists (nothing was written)")
-    values = {"name": name, "module": module, "cls": cls, "test": test_path.name}
-    folder.mkdir(parents=True, exist_ok=True)
+    return {"name": name, "module": module, "cls": "".join(p.capitalize() for p in module.split("_")),
+            "package": f"robustlab_{module}"}
+
+
+def _write_all(name: str, files: dict[Path, str]) -> list[Path]:
+    """Write every file, or none: an existing one is refused before anything is written."""
     from . import records
 
-    records.atomic_write_text(study_path, string.Template(STUDY_TEMPLATE).substitute(values))
-    records.atomic_write_text(test_path, string.Template(TEST_TEMPLATE).substitute(values))
-    return [study_path, test_path]
+    for path in files:
+        if path.exists():
+            raise UserError(f"name={name!r} is not allowed: {path} exists (nothing was written)")
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records.atomic_write_text(path, text)
+    return list(files)
+
+
+def write_scaffold(name: str, folder: str | Path = ".") -> list[Path]:
+    """Write ``NAME.py`` and ``test_NAME.py`` into ``folder``; returns their paths."""
+    v = _names(name)
+    folder = Path(folder)
+    study_path, test_path = folder / f"{v['module']}.py", folder / f"test_{v['module']}.py"
+    v["test"] = test_path.name
+    return _write_all(name, {study_path: string.Template(STUDY_TEMPLATE).substitute(v),
+                             test_path: string.Template(TEST_TEMPLATE).substitute(v)})
+
+
+def write_package(name: str, folder: str | Path = ".") -> list[Path]:
+    """Write a plugin package ``folder/NAME/``: ``pyproject.toml`` declaring the entry point
+    ``robustlab.studies: NAME = robustlab_MODULE:STUDY`` (and a ``test`` extra), the package
+    ``robustlab_MODULE/`` (``study.py``, the scaffold's study, and ``__init__.py``), its tests in
+    ``tests/`` (they find the study by name, so they need the package installed) and a README.
+    ``pip install -e folder/NAME`` makes ``robustlab run NAME`` find it."""
+    v = _names(name)
+    root = Path(folder) / name
+    if root.exists() and any(root.iterdir()):
+        raise UserError(f"name={name!r} is not allowed: {root} exists and is not empty (nothing was written)")
+    test_path = root / "tests" / f"test_{v['module']}.py"
+    v["test"] = f"tests/{test_path.name}"
+    pkg = root / v["package"]
+    texts = {root / "pyproject.toml": PACKAGE_PYPROJECT, root / "README.md": PACKAGE_README,
+             pkg / "__init__.py": PACKAGE_INIT, pkg / "study.py": STUDY_TEMPLATE, test_path: PACKAGE_TEST}
+    return _write_all(name, {p: string.Template(t).substitute(v) for p, t in texts.items()})
+
+
+def pytest_hint() -> str | None:
+    """A line on how to get pytest where it is missing (``pip install -e .`` does not bring
+    it), or None where it is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("pytest") is not None:
+        return None
+    return ("note: pytest is not installed here; to run the study's tests: "
+            "pip install 'robustlab[test]' (or pip install pytest)")

@@ -1,7 +1,7 @@
 """Attacks: threat models, the Attack base, one attack per file, and their losses.
 
 >>> from robustlab.attacks import Linf, PGD
->>> attack = PGD(Linf(0.1), steps=20, step_size=0.01, random_start=True)
+>>> attack = PGD(Linf(8 / 255))  # 10 steps of eps/4 from a random start, cross-entropy
 >>> x_adv = attack(model, x, y, bounds=(0.0, 1.0), generator=g)  # doctest: +SKIP
 """
 

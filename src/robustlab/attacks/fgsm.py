@@ -20,7 +20,9 @@ __all__ = ["FGSM"]
 
 @dataclasses.dataclass(frozen=True)
 class FGSM(Attack):
-    """``FGSM(Linf(eps))`` / ``FGSM(L2(eps))``; ``loss`` in ce, margin, logistic or a callable."""
+    """``FGSM(Linf(eps))`` / ``FGSM(L2(eps))``: one step of full size ε on cross-entropy, as
+    ``torchattacks.FGSM(model, eps=8/255)``; ``loss`` in ce (the default), margin, logistic or
+    a callable ``(out, y) -> (N,)``. Deterministic: no random start."""
 
     loss: str | Callable = "ce"
 

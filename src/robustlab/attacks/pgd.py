@@ -78,15 +78,26 @@ def _ranked_loss_and_grad(
 
 @dataclasses.dataclass(frozen=True)
 class PGD(Attack):
-    """``PGD(Linf(eps), steps=20, step_size=eps/4, random_start=True, restarts=1, loss="ce")``.
+    """``PGD(Linf(eps))``: ``steps=10`` steps of ``step_size=2.5·eps/steps`` (``eps/4``) from a
+    uniform random start in the ball, one restart, cross-entropy — usable as is, like
+    ``torchattacks.PGD(model, eps=8/255)`` (``alpha=2/255 = eps/4``, 10 steps, random start).
 
-    ``steps`` gradient steps of size ``step_size`` (absolute, in input units; ``with_eps``
-    keeps its ratio to ε); ``early_stop`` see the module docstring.
+    * ``steps``: gradient steps (0: only the start is scored).
+    * ``step_size``: absolute, in input units; ``None`` (the default) means ``2.5·ε/steps``,
+      the rule of Madry et al. 2018 (the steps together travel 2.5ε, so an iterate can cross
+      the ball and come back); an explicit value is kept as given, and :meth:`with_eps` keeps
+      its ratio to ε.
+    * ``random_start``: start from a uniform draw in the ball (``threat.random_init``), drawn
+      from ``generator`` when the call passes one, else from torch's global generator (set
+      ``random_start=False`` for a deterministic attack without a generator).
+    * ``restarts``: independent random starts run as one batch; per sample the worst case wins.
+    * ``loss``: ce, margin, logistic or a callable ``(out, y) -> (N,)``; ``early_stop``: see
+      the module docstring.
     """
 
     steps: int = 10
-    step_size: float = 0.0
-    random_start: bool = False
+    step_size: float | None = None
+    random_start: bool = True
     restarts: int = 1
     loss: str | Callable = "ce"
     early_stop: bool = False
@@ -95,8 +106,10 @@ class PGD(Attack):
         super().__post_init__()
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
             raise ConfigError("steps", self.steps, "an integer >= 0")
-        if not (isinstance(self.step_size, (int, float)) and math.isfinite(self.step_size) and self.step_size >= 0):
-            raise ConfigError("step_size", self.step_size, "a finite number >= 0")
+        if self.step_size is not None and not (
+                isinstance(self.step_size, (int, float)) and not isinstance(self.step_size, bool)
+                and math.isfinite(self.step_size) and self.step_size >= 0):
+            raise ConfigError("step_size", self.step_size, "None (2.5·eps/steps) or a finite number >= 0")
         if self.steps > 0 and self.step_size == 0 and self.threat.eps > 0:
             raise ConfigError("step_size", self.step_size, "a number > 0 when steps > 0")
         if isinstance(self.restarts, bool) or not isinstance(self.restarts, int) or self.restarts < 1:
@@ -105,9 +118,20 @@ class PGD(Attack):
             raise ConfigError("restarts", self.restarts, "1 unless random_start=True (restarts from x are identical)")
         _check_loss(self.loss)
 
+    @property
+    def alpha(self) -> float:
+        """The step size in input units: ``step_size``, or ``2.5·ε/steps`` where it is None."""
+        if self.step_size is not None:
+            return float(self.step_size)
+        return 2.5 * self.threat.eps / self.steps if self.steps > 0 else 0.0
+
     def with_eps(self, eps: float) -> PGD:
-        """Budget ``eps``; the step size keeps its ratio to ε (``step_size · eps / self.eps``)."""
-        step = self.step_size * eps / self.threat.eps if self.threat.eps > 0 else self.step_size
+        """Budget ``eps``; an explicit step size keeps its ratio to ε (``step_size · eps /
+        self.eps``), the default stays ``2.5·eps/steps``."""
+        if self.step_size is None or self.threat.eps == 0:
+            step = self.step_size
+        else:
+            step = self.step_size * eps / self.threat.eps
         return dataclasses.replace(self, threat=type(self.threat)(eps), step_size=step)
 
     def run(
@@ -160,7 +184,7 @@ class PGD(Attack):
         # one float per row ranks iterates: misclassified first, then by loss
         best_key = torch.full((M,), -math.inf, dtype=x.dtype, device=x.device)
         rows = torch.arange(M, device=x.device) if self.early_stop else None  # rows still attacked
-        loss_fn, step = get_loss(self.loss), self.step_size
+        loss_fn, step = get_loss(self.loss), self.alpha
         grad_fn = gradient_fn(model, loss_fn)  # the route (closed form or autograd) is chosen once
 
         def keep_better(best: torch.Tensor, x_adv: torch.Tensor, better: torch.Tensor) -> torch.Tensor:

@@ -158,10 +158,9 @@ def verdict_of(claim: dict[str, Any]) -> str:
     return "reproduced" if claim.get("passed") else "contradicted"
 
 
-# verdicts that make ``--strict`` exit 1: the paper's statement is contradicted, or this run
-# cannot tell (more seeds needed). "not applicable" does not: the run does not meet the premise,
-# which says nothing about the paper (it is listed under "needs attention" all the same).
-STRICT_FAIL = ("contradicted", "inconclusive")
+# verdicts of a paper claim that make ``--strict`` exit 1: every one but "reproduced" (one
+# meaning on every command: exit 1 unless every claim is reproduced and every self-check holds)
+STRICT_FAIL = ("contradicted", "inconclusive", "not applicable")
 
 
 def kind_of(claim: dict[str, Any]) -> str:
@@ -207,10 +206,11 @@ def excluded_text(claim: dict[str, Any]) -> str:
 
 
 def strict_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The claims that make ``--strict`` exit 1 (see :data:`STRICT_FAIL`), and self-checks that
-    do not hold."""
-    return [c for c in claims if (kind_of(c) == "claim" and (verdict_of(c) in STRICT_FAIL or c.get("incomplete")))
-            or (kind_of(c) == "self-check" and verdict_of(c) != "reproduced" and verdict_of(c) != "not applicable")]
+    """What makes ``--strict`` exit 1: every paper claim not reproduced, or computed on an
+    incomplete or partly failed grid (``incomplete``), and every self-check that does not hold
+    (exploratory questions never do)."""
+    return [c for c in claims if kind_of(c) in ("claim", "self-check")
+            and (verdict_of(c) != "reproduced" or (kind_of(c) == "claim" and c.get("incomplete")))]
 
 
 def _threshold_text(claim: dict[str, Any]) -> str:

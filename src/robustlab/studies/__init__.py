@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..config import UserError
+from ..config import UserError, did_you_mean
 from .base import Claim, Context, Figure, Preset, Study
 
 __all__ = ["REGISTRY", "get_study", "all_studies", "REPRODUCE_ORDER", "REPRODUCE_RUN_ORDER", "Study", "Preset", "Claim",
@@ -45,7 +45,7 @@ def get_study(name: str) -> Study:
     if name in found:
         return external.load_plugin(found[name], set(REGISTRY))
     known = list(REGISTRY) + [n for n in found if n not in REGISTRY]
-    raise UserError(f"study={name!r} is not allowed: one of {', '.join(known)}, "
+    raise UserError(f"study={name!r} is not allowed{did_you_mean(name, known)}: one of {', '.join(known)}, "
                     "or the path of a .py file that defines STUDY")
 
 

@@ -24,7 +24,6 @@ import math
 import os
 import shutil
 import tempfile
-import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -34,13 +33,13 @@ import pandas as pd
 
 from .. import claims as claimsmod
 from .. import records, stats
-from ..config import Config, ConfigError, UserError, apply_overrides, config_hash
+from ..config import Config, ConfigError, UserError, apply_overrides, config_hash, did_you_mean
 from ..report import html as report_html
 from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
 from ..sweep import lock as runlock
-from ..sweep.runner import SweepOptions, group_points, run_sweep
+from ..sweep.runner import SweepOptions, run_sweep
 from ..sweep.store import Store
 from . import integrity
 
@@ -250,7 +249,8 @@ def plan(
     ``max_points``: refuse a plan of more points (counted before the grid is expanded; None: no cap).
     """
     if preset not in study.presets:
-        raise UserError(f"preset={preset!r} is not allowed: one of {', '.join(study.presets)}")
+        raise UserError(f"preset={preset!r} is not allowed for {study.name}{did_you_mean(preset, list(study.presets))}: "
+                        f"one of {', '.join(study.presets)}")
     pre = study.presets[preset]
     sets = dict(sets or {})
     base = study.config().replace(**dict(pre.overrides))
@@ -552,7 +552,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             if taken:
                 manifest["reused"] = manifest.get("reused", []) + taken
                 records.write_json(manifest_path, manifest)
-            stats = run_sweep(plan_.points, study.run_points, store, options,
+            stats = run_sweep(plan_.points, study.run_points, store, options, execute=sweep_backends.execute,
                               ensemble=study.ensemble, max_group=study.max_ensemble,
                               label=progress_label or study.name, weight=study.weight or study.cost)
     except (UserError, OSError):
@@ -565,247 +565,6 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
     manifest["sittings"][-1]["finished"] = manifest["finished"]
     manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
-
-
-def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
-             say: Callable[[str], None] | None = None, skip: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
-    """Estimate a planned run's wall time without writing anything where the run would go.
-
-    ``skip``: keys of points the run will not compute (:func:`finished_keys`: done in
-    ``--out`` already, or taken with ``--reuse``); the estimate covers the rest, grouped as
-    the run groups them.
-
-    Runs ``samples`` groups of points (seeds trained together count as one group, exactly as
-    the run forms them) through the same sweep code into a store in a temporary directory
-    that is deleted afterwards.
-
-    * Where the study counts each point's FLOPs (``Study.cost``), the samples are drawn from
-      the cheaper half of the groups (a paper grid's widest group can take hours alone), and
-      their seconds per FLOP × the cheaper half's FLOPs is that half's time. The costlier
-      half gets its own seconds per FLOP, from the group at the middle of its FLOPs and its
-      costliest (:func:`_time_costly_half`): each runs whole where the cheaper half's rate
-      says it is quick, and otherwise through the study's probe (``Study.probe``) at two
-      lengths, whose difference is a step's time at those shapes with the memory warm. With
-      neither (no probe), the cheaper half's seconds per FLOP serve for every group, which
-      leans far high where the cost sits in large products (the width-depth-init paper grid
-      on 11-25: 31 h, where its probes say 9.8–13.9 h; its ``paper-width`` slice 37 min for
-      5.5 measured, with the probes 5.3–5.6 min). The estimate is the two halves' time / the
-      workers, or the costliest group's time where that is longer (a group runs on one
-      worker), and never below ``floor_seconds``: the run's FLOPs at the machine's measured
-      matmul rate (:func:`robustlab.utils.matmul_rate`, at the run's threads per worker) /
-      the workers, or with ``device=cuda`` at the GPU's rate, once (the local workers share
-      one GPU): a run dominated by large products cannot finish sooner on this machine. On a
-      GPU, where a small group's time is mostly fixed (launches, evaluation), the estimate is
-      instead the samples' fixed time per group × the groups / the workers, plus the floor:
-      it leans low where large products run below the GPU's square-matmul rate (the
-      width-depth-init paper grid on one H100, 4 workers: estimated 3.9 min, measured 7.2
-      min of sweep; time per FLOP of the samples had said 3.0 h).
-    * Where the study weighs its points (``Study.weight``, the relative cost that orders a
-      parallel run), the samples are spread evenly over the groups ranked by weight (the
-      lightest and the heaviest included), and the estimate is the sampled seconds per unit
-      of weight × the run's weight / the workers. On the recorded group times of the paper
-      runs this was within 0.8–2.0× of the measured sweep (feature-learning,
-      lazy-adversarial, lazy-attack), where groups spread over the grid were 1.3–5.8×: a
-      grid's order puts like groups side by side, and three picks can all land on costly
-      ones; run for real, 0.79×, 0.83× and 1.91×. It stays rough where a weight cannot see the
-      cost (epochs that stop early).
-    * With neither, the groups are spread evenly over the grid, and the estimate is their
-      mean time × the number of groups / the workers that run at once. It is rough where
-      the cost of a point varies along the grid (sizes, widths, epochs that stop early).
-    """
-    study = plan_.study
-    groups = [g for g in ([c for c in g if config_hash(c.to_dict()) not in skip]
-                          for g in group_points(plan_.points, study.ensemble, study.max_ensemble)) if g]
-    out: dict[str, Any] = {
-        "study": study.name, "points": len(plan_.points), "to_run": sum(len(g) for g in groups),
-        "groups": len(groups), "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0,
-        "sample_failed": 0, "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
-        "floor_device": None, "floor_parallel": None, "probed_groups": 0, "estimate_seconds": 0.0}
-    if not groups:  # everything is finished already
-        return out
-
-    def totals(fn: Callable[[Config], float | None] | None, zero_ok: bool) -> list[float] | None:
-        """Each group's summed ``fn``, or None where a value is missing, not finite, negative,
-        or zero unless ``zero_ok``."""
-        if fn is None:
-            return None
-        per = [[fn(c) for c in g] for g in groups]
-        if not all(v is not None and math.isfinite(v) and (v > 0 or (zero_ok and v == 0)) for g in per for v in g):
-            return None
-        return [float(sum(g)) for g in per]
-
-    costs = totals(study.cost, zero_ok=False)
-    weights = totals(study.weight, zero_ok=True) if costs is None else None
-    if weights is not None and not sum(weights) > 0:
-        weights = None
-    k = max(1, min(samples, len(groups)))
-    heavy: list[int] = []  # with a cost model: the costlier half, never sampled whole blindly
-    if costs is not None:  # the cheaper half, in order of cost
-        ranked = sorted(range(len(groups)), key=costs.__getitem__)
-        pool = ranked[:max(k, (len(groups) + 1) // 2)]
-        heavy = ranked[len(pool):]
-    elif weights is not None:  # every group, in order of weight
-        pool = sorted(range(len(groups)), key=weights.__getitem__)
-    else:
-        pool = list(range(len(groups)))
-    picked_i = [pool[round(i * (len(pool) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else pool[:1]
-    picked = [groups[i] for i in picked_i]
-    sample = [p for g in picked for p in g]
-    sampled = sum(costs[i] for i in picked_i) if costs is not None else 0.0  # their FLOPs
-    one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
-    from ..utils import matmul_rate, resolve_device
-
-    device = resolve_device(options.device)
-    seconds = 0.0
-    heavy_part: _CostlyHalf | None = None
-    failed, serial = 0, itertools.count()
-    with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp:
-        def timed(points: list[Config], said: str) -> float:
-            # each timing in a store of its own: a store skips the points it holds, and a
-            # probe may equal another (the warm-up and the shortest probe, where a study rounds up)
-            nonlocal failed
-            with Store(Path(tmp) / f"{next(serial)}.sqlite") as store:
-                t0 = time.perf_counter()
-                run_sweep(points, study.run_points, store, one, ensemble=study.ensemble,
-                          max_group=study.max_ensemble, label=f"{study.name} (dry run)")
-                dt = time.perf_counter() - t0
-                failed += len(store.failures())
-            if say is not None:
-                say(f"{study.name}: {said} in {dt:.1f} s")
-            return dt
-
-        for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
-            seconds += timed(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")
-        if heavy and device.type != "cuda":
-            heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sampled, timed)
-    parallel = min(len(groups), options.workers if options.backend == "local" else
-                   max(1, (os.cpu_count() or 1) // options.threads))
-    out.update(sampled_groups=len(picked), sampled_points=len(sample), sample_seconds=seconds,
-               sample_failed=failed, parallel=parallel)
-    if costs is None:
-        sampled_weight = sum(weights[i] for i in picked_i) if weights is not None else 0.0
-        if sampled_weight > 0:
-            out["estimate_seconds"] = seconds / sampled_weight * sum(weights) / parallel
-        else:
-            out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
-        return out
-
-    total = sum(costs)
-    if device.type == "cuda":
-        # The local workers all use one GPU: its rate, once, bounds the whole run. A GPU runs a
-        # small group far below that rate (kernel launches, evaluation and Python dominate), so
-        # time per FLOP does not scale: each group costs a fixed part, measured on the samples
-        # and spread over the workers, plus its products at the GPU's rate.
-        rate = matmul_rate(n=4096, reps=10, device=device)
-        floor_parallel = 1 if options.backend == "local" else parallel
-        fixed = max(0.0, seconds - sampled / rate) / len(picked)
-        guess = fixed * len(groups) / parallel + total / rate / floor_parallel
-    else:
-        rate, floor_parallel = matmul_rate(threads=options.threads), parallel
-        guess = seconds / sampled * total / parallel
-        if heavy_part is not None:  # the costlier half at its own time per FLOP
-            h = heavy_part
-            h_total = sum(costs[i] for i in heavy)
-            guess = max((seconds / sampled * (total - h_total) + h.seconds / h.flops * h_total) / parallel,
-                        h.longest)
-            out.update(sampled_groups=len(picked) + h.whole, sampled_points=len(sample) + h.whole_points,
-                       probed_groups=h.probed, sample_seconds=seconds + h.spent)
-    out.update(flops=total, matmul_gflops=rate / 1e9, floor_device=device.type, floor_parallel=floor_parallel,
-               floor_seconds=total / rate / floor_parallel,
-               estimate_seconds=max(guess, total / rate / floor_parallel))
-    return out
-
-
-# a costlier-half group that the cheaper half's time per FLOP says takes at most this long is
-# timed whole by --dry-run; a longer one through its probes (Study.probe) at PROBE_STEPS and
-# twice that many steps, and, while the longer probe's extra time is under PROBE_RESOLVED of the
-# shorter's (the setup's noise would swamp it), one more probe twice the last one's length,
-# paired with it: at most PROBE_ROUNDS pairs, so probes of 8 to 256 steps
-WHOLE_SAMPLE_SECONDS = 30.0
-PROBE_STEPS = 8
-PROBE_ROUNDS = 5
-PROBE_RESOLVED = 0.25
-
-
-@dataclasses.dataclass(frozen=True)
-class _CostlyHalf:
-    seconds: float  # the picked groups' time, measured whole or from their probes
-    longest: float  # of them, the costliest group's: no worker can split a group
-    flops: float  # their FLOPs
-    spent: float  # the seconds the dry-run spent timing them
-    whole: int  # groups run whole
-    whole_points: int  # their points
-    probed: int  # groups timed through their probes
-
-
-def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[float], heavy: list[int],
-                      per_flop: float, timed: Callable[[list[Config], str], float]) -> _CostlyHalf | None:
-    """The time the costlier half of a run's groups (``heavy``, indices in order of cost)
-    takes per FLOP, from the group at the middle of its FLOPs and its costliest; None when a
-    pick can be neither run whole nor probed (no :attr:`Study.probe`, or a probe's ``cost``
-    cannot count it), and the cheaper half's time per FLOP then serves for the whole run.
-
-    A pick runs whole where the cheaper half's time per FLOP (``per_flop``, an upper bound
-    there: small products run slower) puts it within :data:`WHOLE_SAMPLE_SECONDS`. Otherwise
-    a probe of one of its points at 1 step (a study may round it up) runs first, untimed in
-    the estimate, to warm what a process caches (the probe's data), then its probes at
-    :data:`PROBE_STEPS` and twice as many steps: the difference of their times over the
-    difference of their FLOPs is a step's time per FLOP once the memory is warm (the first
-    steps of a large ensemble fault in its weights and buffers), and what the shorter probe
-    took beyond its steps is the group's setup (initialisation, evaluation); the group
-    counts as that setup plus its own FLOPs at the warm rate. Where the difference is under
-    :data:`PROBE_RESOLVED` of the shorter probe's time, the setup's noise could swamp it: one
-    more probe, twice as long as the longer, runs and pairs with it (at most
-    :data:`PROBE_ROUNDS` pairs), so each round costs one probe, not two."""
-    def probes(i: int, steps: int) -> tuple[list[Config], float] | None:
-        points = [study.probe(c, steps) for c in groups[i]]
-        f = [study.cost(c) for c in points]
-        if not all(v is not None and math.isfinite(v) and v > 0 for v in f):
-            return None
-        return points, float(sum(f))
-
-    # the group where the costlier half's cumulative FLOPs pass half their sum: the middle
-    # of its FLOPs, not of its groups (a paper grid's FLOPs sit in its last few groups)
-    cum = list(itertools.accumulate(costs[i] for i in heavy))
-    middle = heavy[next(j for j, c in enumerate(cum) if c >= cum[-1] / 2)]
-    picks = sorted({middle, heavy[-1]}, key=costs.__getitem__)
-    whole = [i for i in picks if per_flop * costs[i] <= WHOLE_SAMPLE_SECONDS]
-    first: dict[int, tuple] = {}  # each probed pick's first pair, all checked before anything runs
-    if len(whole) < len(picks):
-        if study.probe is None or study.cost is None:
-            return None
-        first = {i: (probes(i, PROBE_STEPS), probes(i, 2 * PROBE_STEPS)) for i in picks if i not in whole}
-        if not all(a is not None and b is not None and b[1] > a[1] for a, b in first.values()):
-            return None
-    seconds = flops_ = spent = t = 0.0
-    for n, i in enumerate(picks, 1):
-        what = f"costlier half: group {n}/{len(picks)} ({len(groups[i])} points"
-        if i in whole:
-            t = timed(groups[i], what + ", whole)")
-            spent += t
-        else:
-            spent += timed([study.probe(groups[i][0], 1)], what + ", a warm-up: one point's probe at 1 step)")
-            steps, (short, long_) = PROBE_STEPS, first[i]
-            t1, t2 = timed(short[0], what + f", its probe of {steps} steps)"), 0.0
-            spent += t1
-            for round_ in range(PROBE_ROUNDS):
-                if round_:  # the last pair's longer probe, against one twice as long
-                    nxt = probes(i, 2 * steps)
-                    if nxt is None or not nxt[1] > long_[1]:
-                        break  # a probe the study cannot count: keep the last pair's time
-                    short, long_, t1 = long_, nxt, t2
-                t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
-                spent += t2
-                warm = max(0.0, t2 - t1) / (long_[1] - short[1])
-                t = max(0.0, t1 - warm * short[1]) + warm * costs[i]
-                if t2 - t1 >= PROBE_RESOLVED * t1:
-                    break
-                steps *= 2
-        seconds += t
-        flops_ += costs[i]
-    # the picks run in order of cost: the last is the costliest group, `t` its time
-    return _CostlyHalf(seconds, t, flops_, spent, len(whole), sum(len(groups[i]) for i in whole),
-                       len(picks) - len(whole))
 
 
 def finished_keys(plan_: Plan, out: Path, options: SweepOptions,

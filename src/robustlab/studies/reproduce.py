@@ -10,9 +10,9 @@ Layout of a reproduce directory::
 Every study is planned (and so validated) before anything is written. A study that
 crashes outside its points (a bug, not a failed point) is reported as a failed claim with
 its traceback and the others still run; the exit code is then 1. Otherwise the exit code
-is 0 however the claims came out, unless ``strict``: then a contradicted or inconclusive
-claim gives 1 (not a "not applicable" one; see :data:`robustlab.report.html.STRICT_FAIL`;
-failed points are listed in the report and the terminal either way). Re-running into the same directory resumes: finished points are not re-run.
+is 0 however the claims came out, unless ``strict``: then 1 unless every paper claim is
+reproduced and every self-check holds (failed points are listed in the report and the
+terminal either way). Re-running into the same directory resumes: finished points are not re-run.
 :func:`rebuild` re-derives claims, figures and reports from the saved stores only.
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import records, stats
-from ..config import UserError
+from ..config import UserError, did_you_mean
 from ..report import html as report_html
 from ..stats import Verdict
 from ..sweep import backends as sweep_backends
@@ -51,7 +51,8 @@ def resolve_studies(names: list[str] | None) -> list[Study]:
     out = []
     for name in names:
         if name not in REGISTRY:
-            raise UserError(f"study={name!r} is not allowed: one of {', '.join(REGISTRY)}")
+            raise UserError(f"study={name!r} is not allowed{did_you_mean(name, list(REGISTRY))}: "
+                            f"one of {', '.join(REGISTRY)}")
         if name in seen:
             raise UserError(f"study={name!r} is not allowed: it is listed twice")
         seen.add(name)
@@ -132,8 +133,9 @@ def _study_line(label: str, sec: report_html.StudySection, seconds: float) -> st
     n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in pc)
     points = sec.manifest.get("n_points", "?")
     checks = report_html.self_check_line(sec.claims)
+    tally = [f"claims {n_pass}/{len(pc)} reproduced"] if pc or not checks else []
     return (f"{label}: done in {seconds:.1f} s — {points} points, {len(sec.failures)} failed; "
-            f"claims {n_pass}/{len(pc)} reproduced" + (f"; {checks}" if checks else ""))
+            + "; ".join(tally + ([checks] if checks else [])))
 
 
 def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[str, Any]) -> Path:
@@ -148,8 +150,8 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
               allow_mixed_code: bool = False) -> int:
     """Run the studies into ``out``/<study>, write ``out``/report.html, print the claim table.
 
-    Returns the exit code: 1 when a study crashed, or (``strict``) when a claim is contradicted
-    or inconclusive; 0 otherwise.
+    Returns the exit code: 1 when a study crashed or a self-check does not hold, or
+    (``strict``) unless every paper claim is reproduced; 0 otherwise.
     """
     chosen = resolve_studies(studies)
     names = [s.name for s in chosen]
@@ -294,7 +296,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
 
 def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
     """1 when a self-check does not hold (robustlab's own code is wrong: always), or, with
-    ``strict``, when a paper claim is contradicted or inconclusive; else 0."""
+    ``strict``, unless every paper claim is reproduced and every self-check holds; else 0."""
     every = [c for s in sections for c in s.claims]
     broken = report_html.self_check_failures(every)
     if broken:

@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 
 from .. import stats
+from ..claims import SELF_CHECK, ClaimSpec
 from ..config import Config, ConfigError, param
 from ..data import load_images
 from ..errors import NumericalError
@@ -126,4 +127,6 @@ STUDY = Study(
     claims=claims,
     figures=figures,
     ensemble=True,
+    # both are checks of the pipeline (no paper states them): a failure means robustlab is broken
+    claim_specs=(ClaimSpec("smoke-accuracy", kind=SELF_CHECK), ClaimSpec("smoke-loss-falls", kind=SELF_CHECK)),
 )

@@ -46,7 +46,7 @@ from typing import Any
 
 from ..config import Config, UserError
 from .progress import Progress
-from .runner import CHECKPOINTS, SweepOptions, failed_entries, run_group
+from .runner import CHECKPOINTS, SweepOptions, failed_entries, run_group, warning_sentence
 from .store import Store
 
 __all__ = ["execute", "prepare", "start_fork_server", "refuse_in_starting_worker", "ray_shutdown",
@@ -78,7 +78,7 @@ class _Sink:
         for text in dict.fromkeys(w for e in entries for w in e.get("warnings") or ()):
             if text not in self.warned:
                 self.warned.add(text)
-                self.bar.warn(f"warning: {text} (the report lists the points concerned)")
+                self.bar.warn(f"warning: {warning_sentence(text)} (the report lists the points concerned)")
         self.bar.advance(len(entries), failed=n_fail)
 
 

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..config import Config, ConfigError, UserError, _strip_optional, parse_value
+from ..config import Config, ConfigError, UserError, _strip_optional, parse_value, unknown_key_text
 
 __all__ = ["parse_grid_args", "merge", "expand"]
 
@@ -82,7 +82,7 @@ def parse_grid_args(args: Sequence[str], config: type[Config], *,
         key, text = arg.split("=", 1)
         key = key.strip()
         if key not in names:
-            raise ConfigError(key, text, f"unknown key for study {config.study!r}; known keys: " + ", ".join(names))
+            raise ConfigError(key, text, unknown_key_text(config.study, key, names))
         if not text.strip():
             raise UserError(f"--grid {key}= is not allowed: the axis is empty")
         if ":" in text and _numeric(hints[key]):

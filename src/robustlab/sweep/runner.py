@@ -15,6 +15,12 @@ threads, so the float bits of a result can depend on the thread count. Every poi
 runs with the same intra-op thread count, ``SweepOptions.threads`` (default 1), whichever
 backend, process or worker runs it; groups are the same whatever the backend. Together these
 make results.jsonl byte-identical across ``local`` (in-process or a pool) and ``ray``.
+
+Seeded globals. A study that draws from torch's, numpy's or Python's global generators (an
+``nn.Linear`` built without a generator, ``np.random.rand``, ``random.shuffle``) would get
+whatever state the process happens to hold: a different one in every worker and on every
+rerun. So every group runs inside :func:`seeded_globals`, seeded from its (first) point's
+seed, and the generators are restored after it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import time
 import traceback
 import warnings
@@ -33,9 +40,12 @@ from ..config import Config, UserError, config_hash
 from .store import Store
 
 __all__ = ["SweepOptions", "check_threads", "run_sweep", "group_points", "costliest_first", "run_group", "failed_entries",
-           "intra_op_threads", "captured_warnings", "BACKENDS"]
+           "intra_op_threads", "captured_warnings", "seeded_globals", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
+# what runs a sweep's groups on a backend into the store and returns how many points failed:
+# robustlab.sweep.backends.execute (groups, fn, store, options, *, total, already, label, describe)
+Execute = Callable[..., int]
 CHECKPOINTS = "checkpoints"  # the folder, beside the store, of the local backend's group checkpoints
 
 
@@ -76,12 +86,27 @@ class SweepOptions:
 def check_threads(threads: int) -> None:
     """``threads`` per point within this machine's cores (more can crash torch's thread pool:
     ``--threads 100000`` segfaults); a UserError otherwise."""
-    import os
-
     cores = os.cpu_count() or 1
     if threads > cores:
         raise UserError(f"threads={threads} is not allowed: this machine has {cores} CPU core"
                         f"{'s' if cores != 1 else ''}; a value from 1 to {cores}")
+
+
+def default_workers(threads: int) -> int:
+    """Worker processes that fill the machine: its cores divided by each point's threads.
+    The one default of ``--workers`` (``run``, ``reproduce``, ``rerun``) and of ``workers`` in
+    :func:`robustlab.run` and :func:`robustlab.rerun`."""
+    return max(1, (os.cpu_count() or 1) // max(1, threads))
+
+
+def warning_sentence(line: str) -> str:
+    """A stored warning ``"Category: message"`` as a reader sees it: the message alone, as a
+    sentence (the Python class name is for the records, not for a person)."""
+    head, sep, rest = line.partition(": ")
+    if sep and head.isidentifier() and (head.endswith(("Warning", "Error")) or head[:1].isupper()):
+        line = rest
+    line = line.strip()
+    return line[:1].upper() + line[1:] if line else line
 
 
 def group_points(points: list[Config], ensemble: bool, max_group: int) -> list[list[Config]]:
@@ -119,6 +144,40 @@ def intra_op_threads(n: int | None) -> Iterator[None]:
     finally:
         if old != n:
             torch.set_num_threads(old)
+
+
+@contextlib.contextmanager
+def seeded_globals(seed: int) -> Iterator[None]:
+    """Run the body with torch's (CPU and every CUDA device), numpy's and ``random``'s global
+    generators seeded from ``seed``; their previous states are restored after.
+
+    The seed is ``derive_seed(seed, "globals")``, not ``seed`` itself, so that a draw from the
+    global generator is not the same stream as one from ``make_generator(seed)``. CUDA states
+    are saved and restored only where CUDA is already initialised (querying them would
+    initialise it); ``torch.manual_seed`` seeds the devices either way.
+    """
+    import random
+
+    import numpy as np
+    import torch
+
+    from ..utils import derive_seed
+
+    s = derive_seed(int(seed), "globals")
+    cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+    saved = (torch.get_rng_state(), torch.cuda.get_rng_state_all() if cuda else None,
+             np.random.get_state(), random.getstate())
+    torch.manual_seed(s)
+    np.random.seed(s % 2**32)
+    random.seed(s)
+    try:
+        yield
+    finally:
+        torch.set_rng_state(saved[0])
+        if saved[1] is not None:
+            torch.cuda.set_rng_state_all(saved[1])
+        np.random.set_state(saved[2])
+        random.setstate(saved[3])
 
 
 def _first_nonfinite(rows: list[dict]) -> str | None:
@@ -201,7 +260,7 @@ def _run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config]
                threads: int | None) -> list[dict]:
     t0 = time.perf_counter()
     try:
-        with intra_op_threads(threads):
+        with intra_op_threads(threads), seeded_globals(group[0].seed):
             outcomes = fn(group, device)
         if len(outcomes) != len(group):
             raise RuntimeError(f"study returned {len(outcomes)} results for {len(group)} points")
@@ -272,10 +331,12 @@ def costliest_first(groups: list[list[Config]], weight: Callable[[Config], float
 
 
 def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]], store: Store,
-              options: SweepOptions, *, ensemble: bool = False, max_group: int = 64,
+              options: SweepOptions, *, execute: Execute, ensemble: bool = False, max_group: int = 64,
               label: str = "sweep", weight: Callable[[Config], float | None] | None = None) -> dict[str, Any]:
     """Run every point not yet in the store; returns counts.
 
+    ``execute``: what runs the groups on a backend, :func:`robustlab.sweep.backends.execute`
+    (passed in: the backends import this module for :func:`run_group`, never the reverse).
     ``weight``: a point's relative cost; with more than one worker (or Ray) the costliest
     groups start first (:func:`costliest_first`). One local worker runs them in plan order.
     """
@@ -289,10 +350,8 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
     if options.parallel:
         groups = costliest_first(groups, weight)
     n_todo = sum(len(g) for g in groups)
-    from . import backends
-
     t0 = time.perf_counter()
-    failed = backends.execute(groups, fn, store, options, total=len(points),
+    failed = execute(groups, fn, store, options, total=len(points),
                               already=len(points) - n_todo, label=label,
                               describe=_describer(points, ensemble))
     with contextlib.suppress(OSError):  # the groups remove their own; keep any a failed group left

@@ -1,0 +1,315 @@
+"""Running a group of Study A's points: one ensemble of seeds trained in one batched pass,
+with every probe and evaluation the claims read."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+
+import torch
+
+from ...attacks.every_patch import every_patch, every_patch_bound
+from ...data import images as image_data
+from ...data import load_images
+from ...data.patches import (
+    AssumptionWarning,
+    assumption_report,
+    check_assumptions,
+    sample_ensemble,
+)
+from ...models.ensemble import Flat, fold
+from ...models.patch_cnn import PatchCNN
+from ...models.small_cnn import SmallCNN
+from ...train.feature import (
+    ClosedFormStep,
+    FeatureTrainSpec,
+    by_copies,
+    crossing_step,
+    evaluate_patch_cnn,
+    pgd_accuracy,
+    train_patch_cnn,
+)
+from ...train.images import nonrobust_dataset, train_images
+from ...utils import make_generator, resolve_device
+from .presets import FeatureLearningConfig
+
+# ----------------------------------------------------------------------------------------
+# running
+
+def run_points(cfgs: list[FeatureLearningConfig], device: str = "cpu") -> list:
+    """Train len(cfgs) seeds of one point as one ensemble (E = len(cfgs))."""
+    base = cfgs[0]
+    dev = resolve_device(device)
+    t0 = time.perf_counter()
+    if base.experiment == "images":
+        rows = _run_images(cfgs, dev)
+    else:
+        rows = _run_patches(cfgs, dev)
+    seconds = time.perf_counter() - t0
+    for r in rows:
+        if isinstance(r, list):
+            r.append({"kind": "timing", "seconds": seconds, "ensemble": len(cfgs)})
+    return rows
+
+
+# the evaluation budgets (as ε/α) of the trained networks' every-patch / PGD sweep: it crosses
+# the every-patch boundary (α/ε − 1)^q = P, at ε/α ≈ 0.22 for P = 48, q = 3, from both sides
+EPS_OVER_ALPHA = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+# hand-set robust weights w_{i,r} = a u_i with α·a = HAND_SCALE·ρ: inside σ̃'s polynomial part,
+# where the ratio the every-patch bound names is largest (the most favourable robust solution)
+HAND_SCALE = 0.5
+
+
+THREATS = ("linf_all", "linf_nonrobust_patches", "l2_per_patch", "nonrobust_subspace")
+
+
+def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, ...] = THREATS) -> dict:
+    """Accuracy (per member) under the explicit every-patch attacks of four threat models at ε
+    (``names``: those of them to run).
+
+    * ``linf_all``: ℓ∞, any patch: ε(u_j − u_y) on every patch;
+    * ``linf_nonrobust_patches``: ℓ∞ confined to the non-robust patches J_NR (ε(u_j − u_y) there);
+    * ``l2_per_patch``: ‖δ_p‖₂ ≤ ε in every patch: ε(u_j − u_y)/√2 on every patch;
+    * ``nonrobust_subspace``: δ_p in the span of the non-robust features (the paper's attack
+      geometry): ε(v_j − v_y) on every patch.
+    """
+    joined = by_copies(_threat_rows, model, (features, test), eps, names)
+    if joined is not None:  # a few copies at a time (the same numbers, in cache; see member_chunks)
+        return joined
+    E = model.E
+    flat = Flat(model, E).eval()
+    x, y = fold(test.x), fold(test.y)
+    N = test.x.shape[1]
+    u = features.u.to(x.dtype).repeat_interleave(N, dim=0)  # (E*N, k, d): each sample its member's
+    v = features.v.to(x.dtype).repeat_interleave(N, dim=0)
+    with torch.no_grad():
+        clean_ok = flat(x).argmax(-1) == y
+    out = {}
+    for name, dirs, kw in (("linf_all", u, {}), ("linf_nonrobust_patches", u, {"mask": fold(test.nonrobust)}),
+                           ("l2_per_patch", u, {"norm": "l2_patch"}), ("nonrobust_subspace", v, {})):
+        if name in names:
+            x_adv = every_patch(flat, x, y, dirs, eps, **kw)
+            with torch.no_grad():
+                out[name] = _per_member(clean_ok & (flat(x_adv).argmax(-1) == y), E)
+    return out
+
+
+def _per_member(ok: torch.Tensor, E: int) -> torch.Tensor:
+    return ok.float().reshape(E, -1).mean(1)
+
+
+def _clip_probe(model: PatchCNN, features, train, spec: FeatureTrainSpec):
+    """A probe hook recording, per member, the fraction of clipped coordinates of the one-step
+    perturbation ``clip_ε(η̃ ∇ₓℓ)`` at the training points: over all coordinates, and over the
+    coordinate that matters to the theory, ``⟨δ_p, v_y⟩`` on the non-robust patches."""
+    E = model.E
+    steps: list[int] = []
+    frac_all: list[torch.Tensor] = []
+    frac_v: list[torch.Tensor] = []
+    v_y = torch.stack([features.v[e][train.y[e]] for e in range(E)]).to(train.x.dtype)  # (E, N, d)
+    nr = train.nonrobust.to(train.x.dtype)  # (E, N, P)
+
+    grads = ClosedFormStep(model, spec)  # closed-form input gradients in a reused buffer
+
+    def hook(t: int) -> None:
+        step = grads.input_step(train.x, train.y)  # η̃ ∇ₓℓ_n (E, N, P, d), per-sample gradients
+        along = torch.einsum("enpd,end->enp", step, v_y).abs()  # (E, N, P)
+        frac_all.append(step.abs_().ge_(spec.eps).mean(dim=(1, 2, 3)).cpu())  # in place: the buffer is ours
+        frac_v.append((((along >= spec.eps).float() * nr).sum(dim=(1, 2)) / nr.sum(dim=(1, 2))).cpu())
+        steps.append(t)
+
+    return hook, steps, frac_all, frac_v
+
+
+def _phase1_mean(steps: list[int], values: torch.Tensor, cross: float | None) -> float:
+    """Mean of a probe trace over phase 1 (steps up to the crossing; the whole run without one)."""
+    s = torch.tensor(steps, dtype=torch.float64)
+    sel = s <= cross if cross is not None else torch.ones_like(s, dtype=torch.bool)
+    return float(values[sel].double().mean())
+
+
+def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
+    base = cfgs[0]
+    if base.experiment == "counter":
+        return _run_counter(cfgs, dev)
+    spec = base.patch_spec()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AssumptionWarning)
+        report = check_assumptions(spec, q=base.q, eps=base.eps if base.method != "standard" else base.eval_eps)
+    for w in caught:  # once per group (not per seed), still visible to the user
+        warnings.warn(w.message, AssumptionWarning, stacklevel=2)
+    seeds = [c.seed for c in cfgs]
+    features, train, test = sample_ensemble(spec, seeds, base.n_train, base.n_test, make_generator)
+    features, train, test = features.to(dev), train.to(dev), test.to(dev)
+    model = PatchCNN(len(cfgs), base.k, base.m, base.d, activation=base.activation, q=base.q, rho=base.rho,
+                     sigma0=base.sigma0, generators=[make_generator(s, "patch-cnn-init") for s in seeds],
+                     device=dev)
+    g = lambda salt: make_generator(base.seed, salt)  # noqa: E731 - one stream per purpose
+    tspec = base.train_spec()
+    clip = None
+    if base.method == "gradient_step" and base.experiment in ("main", "eta"):
+        clip = _clip_probe(model, features, train, tspec)
+    hist = train_patch_cnn(model, features, train, test, tspec, batch_generator=g("batches"),
+                           attack_generator=g("train-attack"), eval_generator=g("eval-attack"),
+                           probe_hook=clip[0] if clip else None)
+    A, B = hist.A.mean(-1), hist.B.mean(-1)  # (E, T): averaged over classes
+    assumption = {f"assume_{k}": v for k, v in report.items() if k not in ("violations", "q", "eps")}
+    assumption["assume_violations"] = "; ".join(report["violations"])
+    threats = _threat_rows(model, features, test, base.eval_eps)
+    sweep = []
+    # every-patch and PGD across the budget, on the adversarially trained networks (A2d's evidence
+    # and the counter figure read only those; on the standard ones it cost ~40% of the main block)
+    if base.experiment == "main" and base.method != "standard":
+        for r in EPS_OVER_ALPHA:
+            eps = r * base.alpha
+            ts = dataclasses.replace(tspec, eval_eps=eps)
+            pgd = pgd_accuracy(model, test, ts, g(f"eval-sweep-{r}"))  # (what evaluate_patch_cnn's PGD gives)
+            ep = _threat_rows(model, features, test, eps, ("linf_all",))["linf_all"]
+            sweep.append((r, eps, pgd.cpu(), ep.cpu()))
+    out = []
+    for e in range(len(cfgs)):
+        rows: list[dict] = []
+        for j, t in enumerate(hist.probe_steps.tolist()):
+            rows.append({"kind": "probe", "step": t, "A": float(A[e, j]), "B": float(B[e, j]),
+                         "loss": float(hist.loss[e, j]), "A_i": hist.A[e, j].tolist(),
+                         "B_i": hist.B[e, j].tolist()})
+        for j, t in enumerate(hist.eval_steps.tolist()):
+            p = float(hist.pgd_acc[e, j])
+            rows.append({"kind": "eval", "step": t, "clean_acc": float(hist.clean_acc[e, j]),
+                         "feature_acc": float(hist.feature_acc[e, j]), "pgd_acc": None if math.isnan(p) else p})
+        cross = crossing_step(hist.probe_steps, A[e], B[e])
+        b_peak = int(hist.probe_steps[int(B[e].argmax())])
+        rows.append({"kind": "neuron", "step": int(hist.probe_steps[-1]),
+                     "A_neuron": [round(v, 6) for v in hist.A_neuron[e, -1].flatten().tolist()],
+                     "B_neuron": [round(v, 6) for v in hist.B_neuron[e, -1].flatten().tolist()]})
+        clip_cols = {}
+        if clip:
+            _, cs, fa, fv = clip
+            fa_e, fv_e = torch.stack(fa)[:, e], torch.stack(fv)[:, e]
+            for j, t in enumerate(cs):
+                rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j])})
+            clip_cols = {"clip_frac_phase1": _phase1_mean(cs, fa_e, cross),
+                         "clip_frac_v_phase1": _phase1_mean(cs, fv_e, cross),
+                         "clip_frac_v_max": float(fv_e.max())}
+        for r, eps, pgd, ep in sweep:
+            rows.append({"kind": "eps_sweep", "eps_over_alpha": r, "attack_eps": eps, "pgd_acc": float(pgd[e]),
+                         "every_patch_acc": float(ep[e]),
+                         "bound_ratio": every_patch_bound(base.alpha, eps, base.q, base.P)})
+        final = {"kind": "final", "step": int(hist.probe_steps[-1]), "A": float(A[e, -1]), "B": float(B[e, -1]),
+                 "A_minus_B": float(A[e, -1] - B[e, -1]), "loss": float(hist.loss[e, -1]),
+                 "clean_acc": float(hist.clean_acc[e, -1]), "feature_acc": float(hist.feature_acc[e, -1]),
+                 "pgd_acc": float(hist.pgd_acc[e, -1]), "cross_step": cross, "b_peak_step": b_peak,
+                 "chance": 1.0 / base.k, **{f"threat_{n}": float(a[e]) for n, a in threats.items()},
+                 "every_patch_bound": every_patch_bound(base.alpha, base.eval_eps, base.q, base.P),
+                 **clip_cols, **assumption}
+        rows.append(final)
+        out.append(rows)
+    return out
+
+
+def _hand_set(E: int, base: FeatureLearningConfig, features, dev: torch.device) -> PatchCNN:
+    """Robust-feature weights set by hand: every neuron of class i is ``a u_i``, α·a = HAND_SCALE·ρ."""
+    model = PatchCNN(E, base.k, base.m, base.d, activation=base.activation, q=base.q, rho=base.rho, sigma0=0.0,
+                     device=dev)
+    a = HAND_SCALE * base.rho / base.alpha
+    with torch.no_grad():
+        model.W.copy_(a * features.u.to(model.W.dtype).unsqueeze(2).expand(-1, -1, base.m, -1))
+    return model
+
+
+def _run_counter(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
+    """The counter-experiment on hand-set robust weights (no training): clean, every-patch (four
+    threat models), the paper's feature attack and ℓ∞ PGD, all at ``eval_eps``."""
+    base = cfgs[0]
+    spec = base.patch_spec()
+    report = assumption_report(spec, q=base.q, eps=base.eval_eps)
+    seeds = [c.seed for c in cfgs]
+    features, _, test = sample_ensemble(spec, seeds, 1, base.n_test, make_generator)
+    features, test = features.to(dev), test.to(dev)
+    model = _hand_set(len(cfgs), base, features, dev)
+    ts = base.train_spec()
+    clean, feat, pgd = evaluate_patch_cnn(model, features, test, ts, make_generator(base.seed, "counter-pgd"))
+    threats = _threat_rows(model, features, test, base.eval_eps)
+    ratio = every_patch_bound(base.alpha, base.eval_eps, base.q, base.P)
+    out = []
+    for e in range(len(cfgs)):
+        out.append([{"kind": "counter", "clean_acc": float(clean[e]), "feature_acc": float(feat[e]),
+                     "pgd_acc": float(pgd[e]), **{f"threat_{n}": float(a[e]) for n, a in threats.items()},
+                     "bound_ratio": ratio, "eps_over_alpha": base.eval_eps / base.alpha,
+                     "density": report["beta_q_over_alpha_q"], "assume_holds": bool(report["holds"]),
+                     "chance": 1.0 / base.k}])
+    return out
+
+
+def _load_split(cfg: FeatureLearningConfig):
+    return load_images(cfg.dataset, size=cfg.image_size or None, max_train=cfg.max_train or None,
+                       max_test=cfg.max_test or None, data_dir=cfg.data_dir or None)
+
+
+def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
+    base = cfgs[0]
+    data = _load_split(base).to(dev)
+    E, k, C = len(cfgs), data.n_classes, data.x_train.shape[1]
+    seeds = [c.seed for c in cfgs]
+    g = lambda salt: make_generator(base.seed, salt)  # noqa: E731
+    model = SmallCNN(E, C, k, width=base.width, generators=[make_generator(s, "small-cnn") for s in seeds],
+                     device=dev)
+    hist = train_images(model, data.x_train, data.y_train, data.x_test, data.y_test, base.image_spec(),
+                        batch_generator=g("image-batches"), attack_generator=g("image-train-attack"),
+                        eval_generator=g("image-eval-attack"))
+    ilyas = None
+    if base.method == "standard" and base.ilyas and base.image_eps > 0:
+        x_nr, t_nr, success = nonrobust_dataset(model, data.x_train, data.y_train, k, eps=base.image_eps,
+                                                steps=base.ilyas_steps, step_size=base.image_eps / 4,
+                                                generator=g("ilyas-targets"))
+        fresh = SmallCNN(E, C, k, width=base.width, generators=[make_generator(s, "ilyas-init") for s in seeds],
+                         device=dev)
+        spec = dataclasses.replace(base.image_spec("standard"), eval_pgd_steps=0, final_pgd_steps=0)
+        h2 = train_images(fresh, x_nr, t_nr, data.x_test, data.y_test, spec, batch_generator=g("ilyas-batches"))
+        ilyas = (h2.clean_acc[:, -1], success.cpu())
+    out = []
+    for e in range(E):
+        rows = [{"kind": "epoch", "epoch": int(ep), "loss": float(hist.train_loss[e, j]),
+                 "clean_acc": float(hist.clean_acc[e, j]), "robust_acc": float(hist.robust_acc[e, j])}
+                for j, ep in enumerate(hist.epochs.tolist())]
+        # robust_acc: the strong final evaluation (what A6 judges); robust_acc_epoch_pgd: the cheap
+        # per-epoch attack at the same weights, kept to show how much the strong one adds
+        rows.append({"kind": "image_final", "clean_acc": float(hist.clean_acc[e, -1]),
+                     "robust_acc": float(hist.final_robust_acc[e]),
+                     "robust_acc_epoch_pgd": float(hist.robust_acc[e, -1]), "n_test": int(data.y_test.shape[0]),
+                     "chance": 1.0 / k})
+        if ilyas is not None:
+            rows.append({"kind": "ilyas", "ilyas_acc": float(ilyas[0][e]), "attack_success": float(ilyas[1][e]),
+                         "chance": 1.0 / k, "n_test": int(data.y_test.shape[0])})
+        out.append(rows)
+    return out
+
+
+def _work(cfg: FeatureLearningConfig) -> float:
+    """A point's relative cost, in multiply-adds up to a constant per kind of model: its
+    training's passes over the data and its evaluations' attack steps. Only orders the groups
+    of a parallel run, costliest first (``Study.weight``); on the quick preset the measured
+    seconds per unit vary 4× across groups, which keeps the order of the costly ones."""
+    c = cfg
+    if c.experiment == "counter":  # hand-set weights: evaluation only
+        return float(c.n_test * c.P * c.d * c.k * c.m)
+    if c.experiment != "images":
+        passes = {"standard": 2, "gradient_step": 4, "fgsm": 6, "pgd": 2 * c.pgd_steps + 4}[c.method]
+        train = c.steps * (c.batch_size or c.n_train) * passes
+        evals = (c.steps // c.eval_every + 1) * c.n_test * 4
+        pgd = 2 * c.eval_pgd_steps * c.n_test * (1 + (c.steps // c.pgd_eval_every if c.pgd_eval_every else 0))
+        if c.experiment == "main" and c.method != "standard":
+            pgd *= 1 + len(EPS_OVER_ALPHA)  # the budget sweep
+        return float(c.P * c.d * c.k * c.m * (train + evals + pgd))
+    shape = image_data.SHAPES[c.dataset]
+    side, n_train, n_test, channels = c.image_size or shape.side, shape.n_train, shape.n_test, shape.channels
+    n_train, n_test = min(n_train, c.max_train or n_train), min(n_test, c.max_test or n_test)
+    macs = 9 * side * side * c.width * (channels + c.width / 2)  # conv C→w at full size, w→2w at half
+    train = c.epochs * n_train * 3 * (1 + (2 * c.image_pgd_steps if c.method == "pgd" else 0))
+    evals = (c.epochs // c.image_eval_every + 1) * n_test * 21 + n_test * 4 * c.image_final_pgd_steps
+    ilyas = (2 * c.ilyas_steps + 3 * c.epochs) * n_train if c.method == "standard" and c.ilyas else 0
+    return float(macs * (train + evals + ilyas))
+
+

@@ -1,0 +1,373 @@
+"""The width-depth-init study's configuration, data and the running of one point (E seeds as
+an ensemble): training, stability at initialisation, at the target and at the end, kappa(t)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from ...config import Config, ConfigError, param
+from ...data import load_images
+from ...data.images import SHAPES, Split
+from ...errors import NumericalError
+from ...metrics import perturbation_stability
+from ...models.deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble
+from ...models.ensemble import Flat, fold
+from ...sweep import checkpoint
+from ...train.supervised import SGDSpec, evaluate, resume_fits, train_supervised
+from ...utils import make_generator, resolve_device
+
+SOURCE = "Seed 002 (Robustness in deep learning: the good (width), the bad (depth), the ugly (initialization))"
+
+DATASETS = ("mnist5k", "digits", "mnist", "cifar10", "cifar100")
+ARCHS = ("fcn", "cnn", "resnet")
+
+# Claim thresholds (see the module docstring). Chosen before the runs; never tuned to pass.
+ACC_FLOOR = 0.9  # end-of-schedule protocol: a seed "trained" when its training accuracy is at least this
+MIN_WIDTHS = 4  # a width curve needs this many widths to show a peak
+MIN_DEPTHS = 3  # a depth curve needs this many depths for a slope with an interval
+
+
+@dataclasses.dataclass(frozen=True)
+class WidthDepthInitConfig(Config):
+    study = "width-depth-init"
+    # data
+    dataset: str = param("mnist5k", "image dataset (mnist, cifar10, cifar100 need data_dir)", choices=DATASETS)
+    data_dir: str | None = param(None, "folder holding the torchvision files of mnist/cifar10/cifar100")
+    classes: tuple[int, ...] = param((), "class subset (empty: all classes)")
+    size: int | None = param(None, "resize images to size x size (none: native)", ge=2)
+    sphere: bool = param(True, "normalise every input to the unit sphere (Seed 002, Assumption 1)")
+    n_train: int = param(0, "training points, stratified over classes (0: all)", ge=0)
+    n_test: int = param(500, "held-out points for accuracy and stability (0: all)", ge=0)
+    # model
+    arch: str = param("fcn", "fully connected (ensemble), or the CNN / ResNet variants (App. E)", choices=ARCHS)
+    width: int = param(256, "width m (channels for cnn/resnet)", ge=1)
+    depth: int = param(2, "depth L: number of weight layers", ge=2)
+    init: str = param("he", "initialisation (Seed 002, Table 1; small: variance m^-gamma)", choices=INITS)
+    gamma: float = param(2.0, "exponent of the non-lazy init, variance m^-gamma (reconstructed)", gt=0)
+    output: str = param("multi", "multi: k logits + cross-entropy; single: one output + squared loss (2 classes)",
+                        choices=("multi", "single"))
+    # training (Seed 002 §5.1: SGD, 50 epochs, step decay; the numbers were lost: reconstructed)
+    epochs: int = param(50, "training epochs", ge=1)
+    batch_size: int = param(64, "minibatch size", ge=1)
+    lr: float = param(0.1, "initial learning rate", gt=0)
+    momentum: float = param(0.9, "heavy-ball momentum", ge=0, lt=1)
+    decay_start: int = param(30, "first epoch (0-based) of the step decay (0: constant rate)", ge=0)
+    lr_step: int = param(10, "epochs between further decays (0: one decay)", ge=0)
+    lr_gamma: float = param(0.1, "decay factor", gt=0, le=1)
+    target_loss: float = param(0.2, "measure each seed also when its training loss first reaches this "
+                                    "(comparable training; 0: only at the end)", ge=0)
+    stop_at_target: bool = param(False, "stop training a seed at target_loss (cheaper; kappa(t) then ends there)")
+    early_epoch: int = param(1, "also measure stability at the end of this epoch: the early-training window of "
+                                "Thm 3 (0: off)", ge=0)
+    # measurement
+    eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
+    mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
+    mc_points: int = param(100, "held-out points used for the Monte Carlo estimate", ge=1)
+    mc_init: str = param("he", "the grid point that gets the Monte Carlo estimate: init", choices=INITS)
+    mc_depth: int = param(2, "... depth", ge=2)
+    mc_width: int = param(256, "... width", ge=1)
+
+    def check(self) -> None:
+        if self.mc_samples == 1:
+            raise ConfigError("mc_samples", 1, "0 (off) or >= 2")
+        if self.dataset in ("mnist", "cifar10", "cifar100") and self.data_dir is None:
+            raise ConfigError("data_dir", None, f"a folder holding the {self.dataset} files (dataset={self.dataset})")
+        if self.data_dir is not None and not Path(self.data_dir).is_dir():
+            raise ConfigError("data_dir", self.data_dir, "an existing directory")
+        if self.dataset == "digits" and self.size is not None and self.size > 8:
+            raise ConfigError("size", self.size, "<= 8 for digits (8x8 images)")
+        if self.output == "single" and len(self.classes) != 2:
+            raise ConfigError("classes", list(self.classes), "exactly two classes for output=single")
+        if len(set(self.classes)) != len(self.classes) or any(c < 0 for c in self.classes):
+            raise ConfigError("classes", list(self.classes), "distinct non-negative class labels")
+        if len(self.classes) == 1:
+            raise ConfigError("classes", list(self.classes), "at least two classes (or empty: all)")
+        if self.stop_at_target and not self.target_loss:
+            raise ConfigError("stop_at_target", True, "false unless target_loss > 0")
+        if self.arch != "fcn" and self.output == "single":
+            raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
+        if self.early_epoch > self.epochs:
+            raise ConfigError("early_epoch", self.early_epoch, f"0 (off) or <= epochs ({self.epochs})")
+
+    @property
+    def loss(self) -> str:
+        return "ce" if self.output == "multi" else "mse"
+
+    def sgd(self) -> SGDSpec:
+        return SGDSpec(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, momentum=self.momentum,
+                       decay_start=self.decay_start, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
+                       loss=self.loss, target_loss=self.target_loss, stop_at_target=self.stop_at_target)
+
+
+# ---------------------------------------------------------------------------------------
+# data
+
+def _stratified_subset(labels: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """Sorted indices of ``n`` points, as many of each class as it has up to ``n // k`` (the
+    first ``n mod k`` classes one more), taken in a random order drawn from ``generator``;
+    a class short of its quota is made up from the others, in that order. All points when
+    ``n`` is 0 or at least their number."""
+    if n == 0 or n >= len(labels):
+        return torch.arange(len(labels))
+    order = torch.randperm(len(labels), generator=generator)
+    counts = torch.bincount(labels)
+    k = len(counts)
+    quota = torch.minimum(counts, torch.full_like(counts, n // k) + (torch.arange(k) < n % k).long())
+    # in the drawn order a point is taken while its class is under quota: the first quota[c]
+    # points of class c, found from each point's rank within its class. A few tensor ops in
+    # all: a loop with tensor ops per point took 0.03 s alone, but seconds in a driver whose
+    # drawing thread takes the GIL back each time such an op lets it go
+    lab = labels[order]
+    by_class = torch.sort(lab, stable=True).indices
+    rank = torch.empty_like(lab)
+    rank[by_class] = torch.arange(len(lab)) - (torch.cumsum(counts, 0) - counts)[lab[by_class]]
+    keep = rank < quota[lab]
+    picked, rest = order[keep], order[~keep]
+    return torch.sort(torch.cat([picked, rest[: n - len(picked)]])).values
+
+
+@functools.lru_cache(maxsize=4)
+def _prepared(dataset: str, data_dir: str | None, classes: tuple[int, ...], size: int | None, sphere: bool,
+              flatten: bool, binary: bool, n_train: int, n_test: int) -> Split:
+    split = load_images(dataset, classes=classes or None, binary=binary, size=size, flatten=flatten,
+                        sphere=sphere, data_dir=data_dir)
+
+    def subset(y: torch.Tensor, n: int, salt: str) -> torch.Tensor:
+        # Stratified and fixed across seeds (Def. 1 averages over initialisations only):
+        # the loaders order points by class, so a prefix would hold one class.
+        labels = y.long() if not binary else (y > 0).long()
+        return _stratified_subset(labels, n, make_generator(0, "wdi-subset", salt))
+
+    tr, te = subset(split.y_train, n_train, "train"), subset(split.y_test, n_test, "test")
+    return dataclasses.replace(split, x_train=split.x_train[tr], y_train=split.y_train[tr],
+                               x_test=split.x_test[te], y_test=split.y_test[te])
+
+
+def load_data(cfg: WidthDepthInitConfig) -> Split:
+    return _prepared(cfg.dataset, cfg.data_dir, cfg.classes, cfg.size, cfg.sphere, cfg.arch == "fcn",
+                     cfg.output == "single", cfg.n_train, cfg.n_test)
+
+
+def point_flops(cfg: WidthDepthInitConfig) -> float | None:
+    """FLOPs of one seed's training (fcn: the matrix products, 6 per weight and sample and
+    epoch: forward 2, backward 4 — as the rows' ``train_gflop``); None for the conv archs.
+
+    Counted from the dataset's sizes (``data.images.SHAPES``), not from the data: the driver
+    weighs every point before the first one starts, and loading there took 1.5–2 s while the
+    workers waited (the previous study's drawing thread holds the GIL). Exact where
+    ``n_train`` is set and the chosen classes hold that many training points (every preset);
+    otherwise it counts the classes' share of the training set, which their balance moves
+    by a few per cent."""
+    if cfg.arch != "fcn":
+        return None
+    shape = SHAPES[cfg.dataset]
+    side, k = cfg.size or shape.side, len(cfg.classes) or shape.classes
+    dims = [shape.channels * side * side] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else k]
+    return 6.0 * _n_train(cfg) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
+
+
+def _n_train(cfg: WidthDepthInitConfig) -> int:
+    """The training points a point uses, from the size table (as :func:`point_flops`)."""
+    shape = SHAPES[cfg.dataset]
+    n_train = shape.n_train * (len(cfg.classes) or shape.classes) // shape.classes
+    return min(n_train, cfg.n_train) if cfg.n_train else n_train
+
+
+PROBE_BATCHES = 8  # minibatches per epoch of a --dry-run probe
+
+
+def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig:
+    """``cfg`` cut to about ``steps`` minibatches of its size (``Study.probe``, for
+    ``--dry-run``): epochs over :data:`PROBE_BATCHES` minibatches of training points (fewer
+    if it has fewer), so every step multiplies the same shapes as the point's own training,
+    with 16 test points, no Monte Carlo estimate and no measurement at a target loss or an
+    early epoch. Probes of different lengths differ only in their epochs, so the difference
+    of their times is training alone."""
+    n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
+    epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
+    return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0,
+                               stop_at_target=False, early_epoch=0)
+
+
+# ---------------------------------------------------------------------------------------
+# running a point
+
+def build_model(cfgs: list[WidthDepthInitConfig], data: Split, device: torch.device) -> torch.nn.Module:
+    """The E seeds of one point as one ensemble model ``(E, N, ...) -> (E, N, k)``."""
+    base = cfgs[0]
+    k = 1 if base.output == "single" else data.n_classes
+    gens = [make_generator(c.seed, "wdi-init") for c in cfgs]
+    gamma = base.gamma if base.init == "small" else None
+    if base.arch == "fcn":
+        return DeepMLP(data.d, base.width, base.depth, k, init=base.init, gamma=gamma, generators=gens,
+                       dtype=data.x_train.dtype, device=device)
+    cls = ConvNet if base.arch == "cnn" else ResNet
+    nets = [cls(data.x_train.shape[1], base.width, base.depth, k, init=base.init, gamma=gamma, generator=g)
+            for g in gens]
+    return VmapEnsemble(nets).to(device)
+
+
+def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E: int, *,
+                          width: int = 1, budget: int = 2**24) -> torch.Tensor:
+    """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points.
+
+    Points go through in chunks that keep one hidden activation (E · chunk · width floats)
+    within ``budget``: the Jacobian's k backward passes run batched, k copies of each. A
+    :class:`DeepMLP` gives its Jacobian in closed form (its k columns held at once, so the
+    chunk is k times smaller); other models go through autograd.
+    """
+    closed = isinstance(model, DeepMLP)
+    flat = None if closed else Flat(model, E)
+    chunk = max(1, budget // max(1, E * width * (model.k if closed else 1)))
+    parts = []
+    for i in range(0, len(x), chunk):
+        xe = x[i:i + chunk].expand(E, *x[i:i + chunk].shape)  # (E, n, ...)
+        if closed:
+            parts.append(eps**2 * model.jacobian_fro_sq(xe) / (xe[0, 0].numel() + 2))
+        else:
+            per = perturbation_stability(flat, fold(xe), eps, per_sample=True)  # (E·n,)
+            parts.append(per.reshape(E, xe.shape[1]))
+    return torch.cat(parts, 1).mean(1)
+
+
+AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc")
+
+
+def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
+    """Train the seeds of one point as an ensemble; measure stability, accuracy and κ.
+
+    Stability and accuracy are measured twice: when a seed's training loss first reaches
+    ``target_loss`` (every network compared at the same fit of the training set) and at the
+    end of the schedule (the paper's protocol). A seed that never reaches the target (an
+    under-parameterised network) is measured at the end for both, flagged ``reached_target``.
+    """
+    t0 = time.perf_counter()
+    base = cfgs[0]
+    dev = resolve_device(device)
+    data = load_data(base).to(dev)
+    E = len(cfgs)
+    model = build_model(cfgs, data, dev)
+    d = data.d
+    # floats of one hidden activation per point (a CNN's channels at every pixel)
+    act = base.width if base.arch == "fcn" else base.width * data.x_test[0, 0].numel()
+    spec = base.sgd()
+    stab0 = _per_member_stability(model, data.x_test, base.eps, E, width=act)
+    at = {k: torch.full((E,), float("nan"), dtype=torch.float64) for k in AT_TARGET}
+
+    def on_target(newly: torch.Tensor, epoch: int) -> None:
+        # only the copies that reached the target now are measured (the others' values here
+        # would be thrown away), as a sub-ensemble of those copies
+        idx = newly.nonzero().flatten().tolist()
+        sub, n = (model, E) if len(idx) == E else (model.members(idx), len(idx))
+        vals = dict(zip(("train_loss", "train_acc"), evaluate(sub, data.x_train, data.y_train, spec.loss, E=n)))
+        vals["test_acc"] = evaluate(sub, data.x_test, data.y_test, spec.loss, E=n)[1]
+        vals["stability"] = _per_member_stability(sub, data.x_test, base.eps, n, width=act)
+        for k in AT_TARGET:
+            at[k][newly] = vals[k].detach().double().cpu()
+
+    early: dict[str, torch.Tensor] = {}
+
+    def on_epoch(epoch: int) -> None:
+        if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
+            early["train_loss"] = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)[0]
+            early["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
+
+    # a long group saves its state now and then in the run's checkpoints/ and, run again after
+    # an interruption, goes on from there (the same records; robustlab.sweep.checkpoint)
+    ck = checkpoint.for_group(cfgs)
+    saved = ck.load() if ck is not None else None
+    if saved is not None and not resume_fits(saved["train"], model, spec, E):
+        saved = None  # saved by other code: this run starts the group afresh
+    trained_before = 0.0  # seconds of training in earlier runs of this group
+    if saved is not None:  # copies of the small parts; the training state goes to train_supervised,
+        for k in AT_TARGET:  # and no reference here keeps the mapped file (Checkpoint.load) alive
+            at[k].copy_(saved["at"][k])
+        early.update({k: v.clone() for k, v in saved["early"].items()})
+        trained_before = float(saved["train_seconds"])
+        saved = {"train": saved["train"]}
+    t_train = time.perf_counter()
+
+    def on_checkpoint(state: Callable[[], dict]) -> None:
+        if ck.due():
+            st = state()
+            ck.save({"train": st, "at": at, "early": early,
+                     "train_seconds": trained_before + time.perf_counter() - t_train},
+                    progress=f"{base.init} depth {base.depth} width {base.width} epoch {st['epoch']}/{spec.epochs}")
+
+    log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
+                           generators=[make_generator(c.seed, "wdi-order") for c in cfgs],
+                           on_checkpoint=on_checkpoint if ck is not None else None,
+                           resume=saved.pop("train") if saved is not None else None)
+    t_train = trained_before + time.perf_counter() - t_train
+    tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
+    te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
+    stab = _per_member_stability(model, data.x_test, base.eps, E, width=act)
+    end = {"stability": stab, "train_loss": tr_loss, "train_acc": tr_acc, "test_acc": te_acc}
+    for k in AT_TARGET:  # never reached: the end of the schedule is as far as it got
+        miss = log.reached == 0
+        at[k][miss] = end[k].detach().double().cpu()[miss]
+    mc = mc_se = mc_exact = None
+    is_mc_point = (base.mc_samples > 0 and base.init == base.mc_init and base.depth == base.mc_depth
+                   and base.width == base.mc_width)
+    if is_mc_point:
+        xm = data.x_test[: base.mc_points]
+        n = len(xm)
+        mc, mc_se = torch.zeros(E), torch.zeros(E)
+        for e, c in enumerate(cfgs):
+            # One copy at a time: the Monte Carlo path tiles the batch S times, which a Flat
+            # ensemble would split across copies (rows e·N … no longer belong to copy e).
+            est = perturbation_stability(Flat(model.member(e), 1), xm, base.eps, samples=base.mc_samples,
+                                         generator=make_generator(c.seed, "wdi-mc"), per_sample=True)
+            mc[e] = est.mean.mean()
+            # draws are independent across points: the mean's variance is the sum over points / n²
+            mc_se[e] = est.stderr.pow(2).sum().sqrt() / n
+        mc_exact = _per_member_stability(model, xm, base.eps, E, width=act)
+    seconds = trained_before + time.perf_counter() - t0
+    n_params = model.n_params()
+    out: list = []
+    for e, c in enumerate(cfgs):
+        finals = [float(v) for v in (tr_loss[e], tr_acc[e], te_loss[e], te_acc[e], stab[e], stab0[e])]
+        finals += [float(at[k][e]) for k in AT_TARGET]
+        if not bool(log.finite[e]) or not all(math.isfinite(v) for v in finals):
+            out.append(NumericalError(f"seed {c.seed}: training diverged or stability is not finite "
+                                      f"(lr={c.lr}, init={c.init}, width={c.width}, depth={c.depth})"))
+            continue
+        trained = int(log.stopped[e])
+        reached = int(log.reached[e])
+        # training FLOPs of this copy (fcn: the matrix products, 6 per weight and sample: forward 2,
+        # backward 4), and the rate the whole ensemble trained at (its wall time, callbacks included)
+        gflop = (6.0 * len(data.x_train) * n_params * trained / 1e9) if base.arch == "fcn" else None
+        ens_gflop = (6.0 * len(data.x_train) * n_params * float(log.stopped.sum()) / 1e9) if gflop is not None else None
+        rows = [{"kind": "epoch", "epoch": t + 1, "loss": float(log.loss[e, t]),
+                 "train_acc_running": float(log.acc[e, t]), "kappa": float(log.kappa[e, t]),
+                 "kappa_layers": [float(v) for v in log.kappa_layers[e, t]], "lr": log.lr[t]}
+                for t in range(trained)]
+        final = {"kind": "final", "epoch": trained, "train_loss": finals[0], "train_acc": finals[1],
+                 "test_loss": finals[2], "test_acc": finals[3], "stability": finals[4],
+                 "grad_norm2": finals[4] * (d + 2) / c.eps**2, "stability_init": finals[5],
+                 **{f"{k}_at_target": float(at[k][e]) for k in AT_TARGET},
+                 "reached_target": reached > 0, "epoch_at_target": reached or trained,
+                 "kappa": float(log.kappa[e, trained - 1]),
+                 "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
+                 "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
+                 "outputs": 1 if c.output == "single" else data.n_classes,
+                 "seconds": seconds, "train_seconds": t_train, "train_gflop": gflop,
+                 "gflops": ens_gflop / t_train if ens_gflop is not None and t_train > 0 else None}
+        if early:
+            final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
+                         train_loss_early=float(early["train_loss"][e]))
+        if is_mc_point:
+            final.update(mc_stability=float(mc[e]), mc_stderr=float(mc_se[e]), mc_exact=float(mc_exact[e]),
+                         mc_samples=c.mc_samples, mc_points=len(xm))
+        out.append(rows + [final])
+    if ck is not None:
+        ck.clear()
+    return out
+

@@ -1,0 +1,160 @@
+"""lazy-attack's claims under the claims engine, on synthetic results: the asymptotic exponent
+(an offset b in Q = a·d^p + b no longer bends the verdict), a verdict at every C0, the
+non-lazy control (a planted control that passes too makes the claim inconclusive; a control
+that never left the lazy ball is excluded), the "trained" premise per network (a planted
+under-trained network is excluded and counted, not a reason for NA), the C0 claim on all
+three quantities, and the declarations themselves."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustlab import claims as cm
+from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
+from robustlab.studies._lazy_common import NON_LAZY_C0, asymptotic_exponent
+from robustlab.studies.base import Context
+from robustlab.studies.lazy_attack import STUDY
+from robustlab.studies.lazy_attack_claims import claims
+
+DS = [25, 64, 144, 324, 784]
+
+
+def _ctx():
+    return Context(out=Path("."), figdir=Path("."), manifest={"base_config": {"C0": 10.0}}, failures=[])
+
+
+def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, noise=0.04, moved=None,
+          c0_power=1.0, sphere=True):
+    rows = []
+    for d in DS:
+        for s in range(seeds):
+            j = lambda: float(np.exp(rng.normal(0, noise)))  # noqa: E731
+            b = b_scale * min(C0, 40) ** 2
+            g2 = (0.5 * d ** grad_p + b) * j()
+            f = 0.5 * (min(C0, 40) / 10) ** c0_power  # |f| grows with C0
+            inv_eta = (0.5 * d ** eta_p + b) / f * j()
+            eta = 1 / inv_eta
+            grad = math.sqrt(g2)
+            delta = eta * grad
+            r = C0 / math.sqrt(m)
+            off = r * 0.99 if moved is None else moved / math.sqrt(m)
+            rows.append({
+                "dataset": "mnist5k", "sphere": sphere, "bias": not sphere, "size": int(math.isqrt(d)), "dim": None,
+                "m": m, "C0": C0, "R": None, "R_factor": None, "lr": 1.0, "epochs": 40, "seed": s, "d": d,
+                "test_acc": acc, "init_test_acc": 0.5, "offset_ratio": min(off / r, 0.9999), "max_offset": off,
+                "left_ball": True, "grad": grad, "eta": eta, "delta": delta, "delta_rel": delta,
+                "init_grad": math.sqrt(0.5 * d), "init_eta": 2 / d, "init_delta": 2 / d * math.sqrt(0.5 * d),
+                "init_delta_rel": 2 / d * math.sqrt(0.5 * d)})
+    return rows
+
+
+def _df(seeds=4, control=None, seed=0, **kw):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m, c0s in ((64, (10.0, 20.0, 40.0)), (256, (10.0,))):
+        for c0 in c0s:
+            rows += _rows(m=m, C0=c0, seeds=seeds, rng=rng, **kw)
+    # the non-lazy control: by default moved far (C0_used 200) with another d-dependence
+    ctl = {"grad_p": 1.6, "eta_p": 1.6, "moved": 200.0, **(control or {})}
+    rows += _rows(m=64, C0=NON_LAZY_C0, seeds=seeds, rng=rng, **ctl)
+    return pd.DataFrame(rows)
+
+
+def _by_id(df):
+    return {c.id: c for c in claims(df, _ctx())}
+
+
+def test_claims_reproduced_with_an_offset_and_a_control_that_fails():
+    got = _by_id(_df())
+    assert got["lazy-ball"].kind == cm.SELF_CHECK
+    for cid in ("grad-scaling", "eta-scaling", "delta-scaling", "c0-more-robust", "lazy-generalise"):
+        c = got[cid]
+        assert c.decision.verdict == REPRODUCED, (cid, c.decision, c.evidence)
+        assert c.control is not None and c.control.verdict.verdict != REPRODUCED, (cid, c.control)
+    g = got["grad-scaling"]
+    assert g.decision.effect == pytest.approx(0.5, abs=0.05)
+    assert g.across == {"C0": {"10": REPRODUCED, "20": REPRODUCED, "40": REPRODUCED}}
+    assert g.to_dict()["excluded"] == [{"premise": "trained", "excluded": 0, "of": 20 * 5,
+                                        "detail": "clean test accuracy of the network >= 0.9"}]
+
+
+def test_the_asymptotic_exponent_is_not_bent_by_the_offset():
+    """The old all-d power law read ‖∇f‖ ∝ d^0.27 on ‖∇f‖² = 0.497·d + 54; the estimator reads ½."""
+    rng = np.random.default_rng(1)
+    d = np.repeat(np.array(DS, float), 5)
+    q = (0.497 * d + 54) * np.exp(rng.normal(0, 0.03, d.size))
+    est = asymptotic_exponent(d, q)
+    assert est.low < 1.0 < est.high and abs(est.value - 1) < 0.06
+    q2 = (0.5 * d ** 0.6 + 5) * np.exp(rng.normal(0, 0.03, d.size))
+    assert asymptotic_exponent(d, q2).high < 0.8
+
+
+def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive():
+    got = _by_id(_df(control={"grad_p": 1.0, "eta_p": 1.0}))
+    for cid in ("grad-scaling", "eta-scaling"):
+        c = got[cid]
+        assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED
+        assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_a_control_that_stayed_lazy_is_excluded_not_counted():
+    """C0 = 1000 that never left a C0 = 20 ball removes no premise: its networks are excluded."""
+    got = _by_id(_df(control={"grad_p": 1.0, "eta_p": 1.0, "moved": 20.0}))
+    c = got["grad-scaling"]
+    assert c.control.verdict.verdict == NOT_APPLICABLE
+    assert c.evidence["control_excluded"][0]["premise"] == "non-lazy"
+    assert c.evidence["control_excluded"][0]["excluded"] == 4 * 5
+
+
+def test_a_planted_under_trained_network_is_excluded_not_a_reason_for_na():
+    df = _df()
+    bad = (df["C0"] == 20.0) & (df["d"] == 144) & (df["seed"] == 1)
+    df.loc[bad, "test_acc"] = 0.5
+    df.loc[bad, "grad"] = 100.0  # what an untrained network's numbers would do to the fit
+    df.loc[bad, "delta"] = df.loc[bad, "delta"] * 10
+    got = _by_id(df)
+    for cid in ("grad-scaling", "c0-more-robust"):
+        c = got[cid]
+        assert c.decision.verdict == REPRODUCED, (cid, c.decision)
+        assert c.to_dict()["excluded"][0]["excluded"] == 1
+    # the generalisation claim judges every point: that point's mean falls, the claim does not pass
+    assert got["lazy-generalise"].decision.verdict in (INCONCLUSIVE, CONTRADICTED)
+
+
+def test_a_verdict_that_depends_on_c0_is_inconclusive():
+    df = _df()
+    at40 = df["C0"] == 40.0
+    df.loc[at40, "grad"] = (0.5 * df.loc[at40, "d"] ** 1.8) ** 0.5
+    c = _by_id(df)["grad-scaling"]
+    assert c.across["C0"]["40"] == CONTRADICTED and c.across["C0"]["10"] == REPRODUCED
+    assert c.decision.verdict == INCONCLUSIVE and "depends on C0" in c.decision.reason
+
+
+def test_c0_claim_needs_all_three_quantities_and_shows_the_eta_mechanism():
+    got = _by_id(_df(c0_power=-0.5))  # |f| falls with C0: ‖δ‖ and η fall
+    c = got["c0-more-robust"]
+    assert c.decision.verdict == CONTRADICTED
+    assert c.evidence["grad"]["verdict"] == REPRODUCED and c.evidence["eta"]["verdict"] == CONTRADICTED
+    assert {r["d"] for r in c.evidence["per_d"]} == set(DS)
+
+
+def test_every_builtin_claim_has_a_control_and_declared_premises():
+    specs = {s.id: s for s in STUDY.claim_specs}
+    got = claims(_df(), _ctx())
+    for c in got:
+        assert c.id in specs and specs[c.id].kind == c.kind
+        if c.kind == cm.CLAIM:
+            assert specs[c.id].control is not None and c.control is not None, c.id
+    assert specs["lazy-ball"].kind == cm.SELF_CHECK
+
+
+def test_raw_pixel_claims_use_the_raw_runs():
+    df = pd.concat([_df(), _df(sphere=False, eta_p=0.5, b_scale=0.002)])
+    got = _by_id(df)
+    assert -0.7 < got["raw-eta-scaling"].decision.effect < -0.3  # the raw theory: η ∝ ‖x‖/d ∝ d^-1/2
+    assert got["eta-scaling"].decision.effect == pytest.approx(-1.0, abs=0.08)
