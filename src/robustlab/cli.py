@@ -193,7 +193,15 @@ def _sweep_options(args: argparse.Namespace):
         raise UserError("--ray-address is not allowed without --backend ray")
     return SweepOptions(backend=args.backend, workers=args.workers, device=args.device,
                         ray_address=args.ray_address, quiet=args.quiet, threads=args.threads,
-                        retry_failed=args.retry_failed, isolate=args.backend == "local")
+                        retry_failed=args.retry_failed, isolate=_isolate(args))
+
+
+def _isolate(args: argparse.Namespace) -> bool:
+    """On the command line (``main()`` reading sys.argv), one local worker still runs the points
+    in a worker process: a point that kills its process is then a failed point and one line, not
+    a dead robustlab. ``main([...])`` called from Python keeps them in its own process (a
+    debugger, a monkeypatched study), as :func:`robustlab.run` does."""
+    return args.backend == "local" and getattr(args, "from_sys_argv", False)
 
 
 def _fmt_seconds(s: float) -> str:
@@ -300,7 +308,7 @@ def _early_workers(args: argparse.Namespace) -> None:
     """With --workers N, start the workers' fork server before the heavy imports below, so
     that its imports (torch, the studies) run alongside ours."""
     _resolve_workers(args)
-    if args.backend == "local":  # one worker too: its points run in a worker process (isolate)
+    if args.backend == "local" and (args.workers > 1 or _isolate(args)):
         from .sweep.backends import DRIVER_PRELOAD, start_fork_server
 
         start_fork_server(DRIVER_PRELOAD)
@@ -380,7 +388,14 @@ def _claims_exit(claims: list[dict], strict: bool) -> int:
         print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
               + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
         return 1
-    return 1 if strict and strict_failures(claims) else 0
+    if strict and strict_failures(claims):
+        from .studies.integrity import incomplete_line
+
+        line = incomplete_line(claims)
+        if line:
+            print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -547,6 +562,7 @@ def _main(argv: list[str] | None) -> int:
             return 2
         if args.command == "run" and args.config is not None:
             args = _with_run_file(parser, argv, args)
+        args.from_sys_argv = argv is None
         handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
                    "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare}
         return handler[args.command](args)

@@ -154,6 +154,17 @@ def mark_incomplete(claims: list[dict[str, Any]], c: Mapping[str, Any]) -> list[
     return [{**d, "incomplete": note} for d in claims]
 
 
+def incomplete_line(claims: list[dict[str, Any]]) -> str | None:
+    """The one line ``--strict`` prints when claims rest on an incomplete grid (None: none do)."""
+    marked = [c for c in claims if c.get("incomplete") and c.get("kind", "claim") in ("claim", "self-check")]
+    if not marked:
+        return None
+    c = marked[0]["incomplete"]
+    return (f"robustlab: --strict: {len(marked)} claim{'s' if len(marked) != 1 else ''} computed on an incomplete grid "
+            f"(points {c['done']}/{c['planned']} done, {c['failed']} failed, {c['missing']} not run): "
+            "resume the run to complete it")
+
+
 # ---------------------------------------------------------------------------------------------
 # code provenance
 

@@ -303,7 +303,14 @@ def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
         print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
               + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
         return 1
-    return 1 if strict and report_html.strict_failures(every) else 0
+    if strict and report_html.strict_failures(every):
+        from .integrity import incomplete_line
+
+        line = incomplete_line(every)
+        if line:
+            print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
 def rebuild(out: Path, *, strict: bool = False, force: bool = False) -> int:
