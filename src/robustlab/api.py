@@ -22,7 +22,7 @@ from typing import Any
 from . import records
 from .config import ConfigError, UserError
 
-__all__ = ["Run", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
+__all__ = ["Run", "runs", "compare", "Comparison", "claims_frame", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
            "grid_args", "results_differ"]
 
 
@@ -31,12 +31,41 @@ def default_out(name: str) -> Path:
     return Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
+CLAIM_COLUMNS = ["id", "kind", "verdict", "effect", "interval_lo", "interval_hi", "threshold", "side", "n",
+                 "seeds", "seeds_needed", "method", "control_verdict", "excluded", "reason", "statement"]
+
+
+def claims_frame(claims: list[dict[str, Any]]):
+    """Claim dicts (claims.json) as a DataFrame, one row per claim (:data:`CLAIM_COLUMNS`).
+
+    ``interval`` is split into ``interval_lo``/``interval_hi``; ``control_verdict`` is the
+    verdict of the claim's control (None without one); ``excluded`` counts the excluded points."""
+    import pandas as pd
+
+    from .report.html import kind_of, verdict_of
+
+    rows = []
+    for c in claims:
+        iv = c.get("interval") if isinstance(c.get("interval"), list | tuple) and len(c["interval"]) == 2 else (None, None)
+        control = c.get("control") if isinstance(c.get("control"), dict) else None
+        excluded = c.get("excluded") or []
+        rows.append({"id": c.get("id"), "kind": kind_of(c), "verdict": verdict_of(c), "effect": c.get("effect"),
+                     "interval_lo": iv[0], "interval_hi": iv[1], "threshold": c.get("threshold"),
+                     "side": c.get("side"), "n": c.get("n"), "seeds": c.get("seeds"),
+                     "seeds_needed": c.get("seeds_needed"), "method": c.get("method"),
+                     "control_verdict": verdict_of(control) if control else None,
+                     "excluded": sum(int(e.get("excluded", 0)) for e in excluded if isinstance(e, dict)),
+                     "reason": c.get("reason"), "statement": c.get("statement")})
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
 @dataclasses.dataclass
 class Run:
     """A finished run directory: ``out``, its results, claims, figures and report.
 
     ``results`` is read from the store on first use (a pandas DataFrame, one row per result
-    row, as :func:`robustlab.load` returns); ``claims`` are the dicts of claims.json.
+    row, as :func:`robustlab.load` returns); ``claims`` is a DataFrame, one row per claim
+    (:func:`claims_frame`), and ``claim_dicts`` the dicts of claims.json as written.
     """
 
     out: Path
@@ -49,10 +78,14 @@ class Run:
         return load(self.out)
 
     @property
-    def claims(self) -> list[dict[str, Any]]:
+    def claim_dicts(self) -> list[dict[str, Any]]:
         if "claims" in self.summary:
             return self.summary["claims"]
         return records.read_json(self.out / "claims.json")
+
+    @property
+    def claims(self):
+        return claims_frame(self.claim_dicts)
 
     @property
     def figures(self) -> list[Path]:
@@ -70,12 +103,14 @@ class Run:
     def failures(self) -> list[dict[str, Any]]:
         return list(self.summary.get("failures", []))
 
-    def _repr_html_(self) -> str:  # a notebook shows the claim table
+    def _repr_html_(self) -> str:  # a notebook shows the claim table, every text escaped
+        from html import escape
+
         from .report.html import verdict_of
 
-        rows = "".join(f"<tr><td>{c['id']}</td><td>{verdict_of(c)}</td>"
-                       f"<td>{c['statement']}</td></tr>" for c in self.claims)
-        return f"<p>run {self.out}</p><table>{rows}</table>"
+        rows = "".join(f"<tr><td>{escape(str(c.get('id')))}</td><td>{escape(verdict_of(c))}</td>"
+                       f"<td>{escape(str(c.get('statement', '')))}</td></tr>" for c in self.claim_dicts)
+        return f"<p>run {escape(str(self.out))}</p><table>{rows}</table>"
 
 
 def value_text(key: str, value: Any) -> str:
@@ -309,3 +344,77 @@ def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]
 
 
 _MISSING = object()
+
+
+# ----------------------------------------------------------------------------------------
+# looking across runs from Python
+
+def runs(root: str | Path = "runs"):
+    """Every run directory under ``root`` (searched recursively; the studies of a reproduce
+    directory included) as a DataFrame, one row per run, sorted by start time: ``path, study,
+    preset, set, grid, seeds, n_points, device, code``, the tally of its paper claims'
+    verdicts (``reproduced, contradicted, inconclusive, not_applicable``), ``self_checks`` and
+    ``self_checks_failed``,
+    ``started``, ``finished`` and ``seconds`` (the sweep's wall time). A directory that is not
+    readable as a run is skipped. ``UserError`` when ``root`` is not a directory."""
+    import pandas as pd
+
+    from .report.compare import _code_text, _seeds_text
+    from .report.html import kind_of, verdict_of
+
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"root={str(root)!r} is not allowed: no such directory")
+    rows = []
+    for mpath in sorted(root.rglob("manifest.json")):
+        try:
+            m = records.read_json(mpath)
+            claims = records.read_json(mpath.parent / "claims.json") if (mpath.parent / "claims.json").is_file() else []
+        except (OSError, ValueError, UserError):  # damaged or unreadable: not a run to list
+            continue
+        if not isinstance(m, dict) or "study" not in m or not isinstance(claims, list):
+            continue
+        req = m.get("request") or {}
+        tally = {v: 0 for v in ("reproduced", "contradicted", "inconclusive", "not applicable")}
+        for c in claims:
+            if isinstance(c, dict) and kind_of(c) == "claim":
+                tally[verdict_of(c)] += 1
+        rows.append({"path": str(mpath.parent), "study": m["study"], "preset": m.get("preset"),
+                     "set": ", ".join(f"{k}={v}" for k, v in (req.get("set") or {}).items()),
+                     "grid": "; ".join(req.get("grid") or []), "seeds": _seeds_text(list(m.get("seeds") or [])),
+                     "n_points": m.get("n_points"), "device": m.get("device"), "code": _code_text(m),
+                     **{k.replace(" ", "_"): n for k, n in tally.items()},
+                     "self_checks": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"),
+                     "self_checks_failed": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"
+                                               and verdict_of(c) == "contradicted"),
+                     "started": m.get("started"), "finished": m.get("finished"),
+                     "seconds": (m.get("sweep") or {}).get("seconds")})
+    cols = ["path", "study", "preset", "set", "grid", "seeds", "n_points", "device", "code", "reproduced",
+            "contradicted", "inconclusive", "not_applicable", "self_checks", "self_checks_failed", "started", "finished", "seconds"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values("started", kind="stable", na_position="last").reset_index(drop=True)
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Two runs side by side (:func:`compare`): ``config``, the recorded settings that differ (a
+    DataFrame ``study, field, a, b``; empty when they agree), and ``claims``, one row per claim
+    (``study, claim, verdict_a, verdict_b, effect_a, effect_b, interval_a, interval_b, changed,
+    apart``); ``text`` is what ``robustlab compare`` prints."""
+
+    config: Any
+    claims: Any
+    text: str = dataclasses.field(repr=False, default="")
+
+    def _repr_html_(self) -> str:
+        return ("<p>configuration differences</p>" + self.config.to_html(index=False, escape=True)
+                + "<p>claims</p>" + self.claims.to_html(index=False, escape=True))
+
+
+def compare(a: str | Path, b: str | Path) -> Comparison:
+    """Two runs (or reproduce directories) side by side, as ``robustlab compare`` shows them:
+    a :class:`Comparison` holding two DataFrames, ``config`` and ``claims``."""
+    from .report.compare import claims_table, compare_dirs, compare_text, config_table
+
+    sa, sb, rows = compare_dirs(a, b)
+    return Comparison(config_table(sa, sb), claims_table(rows), compare_text(sa, sb, rows))

@@ -1,4 +1,4 @@
-"""The robustlab command line: list, run, reproduce, report, compare.
+"""The robustlab command line: list, run, reproduce, report, compare, new, rerun, evaluate, export.
 
 The only module that reads sys.argv. A user's mistake (bad key, value, preset, study,
 grid, path) prints one line ``robustlab: error: ...`` and exits 2, before any run
@@ -136,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "fewer rows than they do")
     _add_lab_commands(sub)
     _add_compare(sub)
+    _add_evaluate_export(sub)
     return parser
 
 
@@ -475,7 +476,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
               + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
         return 1
-    return _claims_exit(run.claims, args.strict)
+    return _claims_exit(run.claim_dicts, args.strict)
 
 
 def _run_file_record(args: argparse.Namespace) -> dict | None:
@@ -535,6 +536,73 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_change and any(r.changed for r in rows) else 0
 
 
+# ----------------------------------------------------------------------------------------
+# evaluate: a saved model's robust accuracy; export: a run's results as one table
+
+def _add_evaluate_export(sub) -> None:
+    p = sub.add_parser("evaluate", help="robust accuracy of a saved model per ε and attack, and the worst case")
+    p.add_argument("model", type=Path, help="a TorchScript file, or a state dict with --module")
+    p.add_argument("--module", default=None, metavar="PKG.MOD:FACTORY",
+                   help="builds the model for a state dict (pkg.mod:Name or file.py:Name, called with no arguments)")
+    p.add_argument("--data", type=Path, required=True, help="a .pt file with {'x': inputs, 'y': labels}, or an .npz")
+    p.add_argument("--eps", required=True, help="budgets, comma-separated (e.g. 0.01,0.03)")
+    p.add_argument("--attacks", default="apgd-ce,apgd-dlr", help="comma-separated: fgsm, pgd, apgd-ce, apgd-dlr")
+    p.add_argument("--threat", default="linf", help="linf (default) or l2")
+    p.add_argument("--bounds", default="0,1", help="the input range LO,HI (default 0,1), or none")
+    p.add_argument("--steps", type=int, default=None, help="steps of the iterative attacks (default: theirs)")
+    p.add_argument("--restarts", type=int, default=1, help="random restarts of the iterative attacks")
+    p.add_argument("--batch-size", type=int, default=500)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--out", type=Path, default=None,
+                   help="write evaluation.csv, per_sample.csv and robust_accuracy.png here (a new directory)")
+    p = sub.add_parser("export", help="a run's results (with their configs) and claims as CSV or Parquet")
+    p.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
+    p.add_argument("--format", default="csv", help="csv (default) or parquet")
+    p.add_argument("--out", type=Path, required=True, help="the results file; the claims go beside it")
+    p.add_argument("--force", action="store_true", help="replace existing files")
+
+
+def _floats(text: str, flag: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{flag} {text!r} is not allowed: comma-separated numbers") from None
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate, load_data, load_model
+    from .utils import resolve_device
+
+    device = resolve_device(args.device)
+    bounds = None if args.bounds.strip().lower() == "none" else tuple(_floats(args.bounds, "--bounds"))
+    if bounds is not None and (len(bounds) != 2 or not bounds[0] < bounds[1]):
+        raise UserError(f"--bounds {args.bounds!r} is not allowed: LO,HI with LO < HI, or none")
+    if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        raise UserError(f"--out {str(args.out)!r} is not allowed: it exists; choose a new directory")
+    model = load_model(args.model, args.module).to(device)
+    x, y = load_data(args.data)
+    ev = evaluate(model, x, y, threat=args.threat, eps=_floats(args.eps, "--eps"),
+                  attacks=[a.strip() for a in args.attacks.split(",") if a.strip()], bounds=bounds,
+                  steps=args.steps, restarts=args.restarts, batch_size=args.batch_size, seed=args.seed)
+    print(ev.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        ev.table.to_csv(args.out / "evaluation.csv", index=False)
+        ev.per_sample.to_csv(args.out / "per_sample.csv", index=False)
+        ev.figure(args.out / "robust_accuracy.png")
+        print(f"-> {args.out}/evaluation.csv, per_sample.csv, robust_accuracy.png")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export
+
+    for path in export(args.dir, args.out, fmt=args.format, force=args.force):
+        print(f"wrote {path}")
+    return 0
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
     """Show a warning as one line, without the file and source line Python would print.
     (Warnings from the points are captured and stored by the sweep; this covers the rest.)"""
@@ -564,7 +632,8 @@ def _main(argv: list[str] | None) -> int:
             args = _with_run_file(parser, argv, args)
         args.from_sys_argv = argv is None
         handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
-                   "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare}
+                   "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare, "evaluate": cmd_evaluate,
+                   "export": cmd_export}
         return handler[args.command](args)
     except UserError as exc:
         print(f"robustlab: error: {exc}", file=sys.stderr)
