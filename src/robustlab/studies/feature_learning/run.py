@@ -340,7 +340,9 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
                         batch_generator=g("image-batches"), attack_generator=g("image-train-attack"),
                         eval_generator=g("image-eval-attack"))
     ilyas = None
-    if base.method == "standard" and base.ilyas and base.image_eps > 0:
+    # the test on the standard model; its mirror (ilyas_mirror) on the PGD-trained one: the same
+    # construction from a model that should rely on robust features
+    if base.ilyas and base.image_eps > 0 and (base.method == "standard" or base.ilyas_mirror):
         x_nr, t_nr, success = nonrobust_dataset(model, data.x_train, data.y_train, k, eps=base.image_eps,
                                                 steps=base.ilyas_steps, step_size=base.image_eps / 4,
                                                 generator=g("ilyas-targets"))
@@ -389,7 +391,8 @@ def _work(cfg: FeatureLearningConfig) -> float:
     macs = 9 * side * side * c.width * (channels + c.width / 2)  # conv C→w at full size, w→2w at half
     train = c.epochs * n_train * 3 * (1 + (2 * c.image_pgd_steps if c.method == "pgd" else 0))
     evals = (c.epochs // c.image_eval_every + 1) * n_test * 21 + n_test * 4 * c.image_final_pgd_steps
-    ilyas = (2 * c.ilyas_steps + 3 * c.epochs) * n_train if c.method == "standard" and c.ilyas else 0
+    ilyas = (2 * c.ilyas_steps + 3 * c.epochs) * n_train if c.ilyas and (c.method == "standard" or c.ilyas_mirror) \
+        else 0
     return float(macs * (train + evals + ilyas))
 
 
