@@ -431,6 +431,11 @@ def test_a6_verdicts_seeds_as_units_and_the_placebo_control():
     assert claim_images(image_rows(0.6, 0.2)).decision.verdict == C
     assert claim_images(image_rows(0.2, 0.6, ilyas=0.05)).decision.verdict == C
     assert claim_images(image_rows(0.2, 0.6, ilyas=None)).decision.verdict == I
+    mirror = [rows("ilyas", seed=s, experiment="images", dataset="digits", method="pgd", ilyas_acc=0.12,
+                   attack_success=0.3, chance=0.1, n_test=300) for s in range(4)]
+    c = claim_images(pd.concat([image_rows(0.2, 0.6), df_of(mirror)], ignore_index=True))
+    assert c.decision.verdict == R and c.evidence["digits"]["mirror_from_pgd_model"]["effect"] == pytest.approx(0.12)
+    assert c.evidence["digits"]["ilyas"]["effect"] > 0.3  # the mirror rows do not enter the test itself
 
 
 def test_a6_excludes_a_pgd_model_that_did_not_train():

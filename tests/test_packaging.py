@@ -89,7 +89,9 @@ def test_new_package_installs_as_a_plugin_and_passes_its_tests(tmp_path):
                           "--target", str(site), str(root)], capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr
     r = cli("list", path=[site])
-    assert "probe-pkg: " in r.stdout and "[package robustlab-probe-pkg 0.1.0]" in r.stdout, r.stdout + r.stderr
+    assert any(line.split()[:1] == ["probe-pkg"] for line in r.stdout.splitlines()), r.stdout + r.stderr
+    r = cli("list", "probe-pkg", path=[site])
+    assert "[package robustlab-probe-pkg 0.1.0]" in r.stdout, r.stdout + r.stderr
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, str(site)])}
     t = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=root,
                        capture_output=True, text=True, timeout=300, env=env)

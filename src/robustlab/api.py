@@ -143,10 +143,11 @@ def grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
 def prepare_run(study: str, *, preset: str = "quick", sets: Mapping[str, Any] | None = None,
                 grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
                 seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
-                resume: bool = False):
-    """Resolve and plan one study (everything validated, nothing written): ``(plan, out)``."""
+                resume: bool = False, max_points: int | None = None):
+    """Resolve and plan one study (everything validated, nothing written): ``(plan, out)``.
+    ``max_points``: the cap on the grid's size (default :data:`robustlab.studies.base.MAX_POINTS`)."""
     from .studies import get_study
-    from .studies.base import plan
+    from .studies.base import MAX_POINTS, plan
 
     st = get_study(study)
     sets = {k: value_text(k, v) for k, v in (sets or {}).items()}
@@ -156,7 +157,8 @@ def prepare_run(study: str, *, preset: str = "quick", sets: Mapping[str, Any] | 
         if not Path(data_dir).is_dir():
             raise UserError(f"--data-dir {data_dir!r} is not allowed: no such directory")
         sets["data_dir"] = str(data_dir)
-    p = plan(st, preset=preset, sets=sets, grids=grid_args(grids), seed=seed, n_seeds=seeds)
+    p = plan(st, preset=preset, sets=sets, grids=grid_args(grids), seed=seed, n_seeds=seeds,
+             max_points=MAX_POINTS if max_points is None else max_points)
     p.request["study"] = study  # as given: a name, or the path of a file
     out = Path(out) if out is not None else default_out(st.name)
     if resume and not (out / "manifest.json").exists():
@@ -199,9 +201,10 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
     local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
-    from .sweep.runner import SweepOptions, default_workers
+    from .sweep.runner import SweepOptions, check_threads, default_workers
     from .utils import resolve_device
 
+    check_threads(threads)
     resolve_device(device)
     if ray_address and backend != "ray":
         raise UserError("ray_address is not allowed without backend='ray'")
@@ -289,7 +292,7 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     src = Path(src)
     if not (src / "manifest.json").is_file():
         raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json)")
-    manifest = records.read_json(src / "manifest.json")
+    manifest = records.read_manifest(src / "manifest.json")
     study = external.from_manifest(manifest, get_study)
     p = plan_from_manifest(study, manifest)
     if options is None:
@@ -298,6 +301,9 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     # what decides the bits comes from the record; how it runs (workers, backend) may differ
     options = dataclasses.replace(options, threads=int(manifest.get("threads", 1)),
                                   device=manifest.get("device", "cpu"))
+    from .sweep.runner import check_threads
+
+    check_threads(options.threads)  # a manifest pinning more threads than this machine has
     out = Path(out) if out is not None else default_out(f"{study.name}-rerun")
     if out.resolve() == src.resolve():
         raise UserError(f"--out {str(out)!r} is not allowed: it is the run being re-run; choose a new one")

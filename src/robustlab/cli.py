@@ -31,6 +31,8 @@ def _kv(items: list[str], flag: str) -> dict[str, str]:
         if "=" not in item:
             raise UserError(f"{flag} {item!r} is not allowed: expected key=value")
         k, v = item.split("=", 1)
+        if k.strip() in out:  # the earlier value would be dropped silently
+            raise UserError(f"{flag} {k.strip()} is given twice ({out[k.strip()]!r} and {v!r}): give it once")
         out[k.strip()] = v
     return out
 
@@ -83,6 +85,10 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-failed", action="store_true", help="re-run points recorded as failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    p.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="refuse a grid of more points than this (default 100000), before it is expanded")
+    p.add_argument("--allow-mixed-code", action="store_true",
+                   help="resume a run whose points were computed by other code (recorded in the manifest)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the number of points and an estimated wall time (from timing a few "
                         "of them in a temporary directory); write nothing")
@@ -125,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
     p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
     p_report.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    p_report.add_argument("--force", action="store_true",
+                          help="rewrite results.jsonl, claims.json and report.html even from a store holding "
+                               "fewer rows than they do")
     _add_lab_commands(sub)
     _add_compare(sub)
     _add_evaluate_export(sub)
@@ -175,16 +184,25 @@ def workers_line(options) -> str:
 
 
 def _sweep_options(args: argparse.Namespace):
-    from .sweep.runner import SweepOptions
+    from .sweep.runner import SweepOptions, check_threads
     from .utils import resolve_device
 
     _resolve_workers(args)
+    check_threads(args.threads)
     resolve_device(args.device)  # validate now, before anything is written
     if args.ray_address and args.backend != "ray":
         raise UserError("--ray-address is not allowed without --backend ray")
     return SweepOptions(backend=args.backend, workers=args.workers, device=args.device,
                         ray_address=args.ray_address, quiet=args.quiet, threads=args.threads,
-                        retry_failed=args.retry_failed)
+                        retry_failed=args.retry_failed, isolate=_isolate(args))
+
+
+def _isolate(args: argparse.Namespace) -> bool:
+    """On the command line (``main()`` reading sys.argv), one local worker still runs the points
+    in a worker process: a point that kills its process is then a failed point and one line, not
+    a dead robustlab. ``main([...])`` called from Python keeps them in its own process (a
+    debugger, a monkeypatched study), as :func:`robustlab.run` does."""
+    return args.backend == "local" and getattr(args, "from_sys_argv", False)
 
 
 def _fmt_seconds(s: float) -> str:
@@ -198,6 +216,9 @@ def _fmt_seconds(s: float) -> str:
 def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = None) -> int:
     """--dry-run: points, groups and an estimated wall time per study; nothing written.
     ``skips``: per plan, the keys of points the run would not compute (resumed or reused)."""
+    import dataclasses
+
+    options = dataclasses.replace(options, isolate=False)  # timings of the points, not of a worker's start
     from .studies.estimate import estimate
 
     print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
@@ -288,7 +309,7 @@ def _early_workers(args: argparse.Namespace) -> None:
     """With --workers N, start the workers' fork server before the heavy imports below, so
     that its imports (torch, the studies) run alongside ours."""
     _resolve_workers(args)
-    if args.backend == "local" and args.workers > 1:
+    if args.backend == "local" and (args.workers > 1 or _isolate(args)):
         from .sweep.backends import DRIVER_PRELOAD, start_fork_server
 
         start_fork_server(DRIVER_PRELOAD)
@@ -307,7 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_dir = latest_run(args.study)
     p, out = prepare_run(args.study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
                          seed=args.seed, seeds=args.seeds, out=out_dir, data_dir=args.data_dir,
-                         resume=args.resume)
+                         resume=args.resume, max_points=_max_points(args))
     if args.dry_run:
         from .studies.base import check_reuse, finished_keys
 
@@ -321,13 +342,28 @@ def cmd_run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    run = execute_run(p, out, options, record=_run_file_record(args), started=started, reuse=args.reuse)
+    run = execute_run(p, out, options, record=_run_file_record(args), started=started, reuse=args.reuse,
+                      allow_mixed_code=args.allow_mixed_code)
     summary = run.summary
     print(claim_table_text([summary["section"]]))
-    n_fail = len(summary["failures"])
-    n_points = summary["section"].manifest.get("n_points", "?")
-    print(f"{n_points} points ({n_fail} failed) in {time.perf_counter() - t0:.1f}s -> {run.out}/report.html")
-    return _claims_exit(summary["claims"], args.strict)
+    pts = summary["points"]
+    print(f"{pts['done']}/{pts['planned']} points done ({pts['failed']} failed) in "
+          f"{time.perf_counter() - t0:.1f}s -> {run.out}/report.html")
+    return _died_exit(summary["failures"], run.out) or _claims_exit(summary["claims"], args.strict)
+
+
+def _died_exit(failures: list[dict], out) -> int:
+    """2, with one line, when a point killed the process that ran it (twice: it is retried
+    alone once): the study's error, recorded as a failed point; the run is resumable."""
+    from .sweep.backends import WORKER_DIED
+
+    died = [f for f in failures if (f.get("reason") or "").startswith(WORKER_DIED.split(":")[0])]
+    if not died:
+        return 0
+    print(f"robustlab: error: {len(died)} point{'s' if len(died) != 1 else ''} killed the process running "
+          f"{'them' if len(died) != 1 else 'it'} (os._exit, a signal, a crash in native code, or out of memory), "
+          f"twice: recorded as failed in {out}; fix the study, then re-run with --retry-failed", file=sys.stderr)
+    return 2
 
 
 def latest_run(study: str, root: Path = Path("runs")) -> Path:
@@ -353,7 +389,14 @@ def _claims_exit(claims: list[dict], strict: bool) -> int:
         print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
               + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
         return 1
-    return 1 if strict and strict_failures(claims) else 0
+    if strict and strict_failures(claims):
+        from .studies.integrity import incomplete_line
+
+        line = incomplete_line(claims)
+        if line:
+            print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -370,12 +413,23 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         from .studies.base import finished_keys, plan
         from .studies.reproduce import resolve_studies
 
-        plans = [plan(s, preset=args.preset, seed=args.seed) for s in resolve_studies(only)]
+        plans = [plan(s, preset=args.preset, seed=args.seed, max_points=_max_points(args))
+                 for s in resolve_studies(only)]
         skips = [finished_keys(pl, args.out / pl.study.name, options) if args.out else set() for pl in plans]
         return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}", skips)
     out = args.out or _default_out("reproduce")  # reproduce checks the backend before writing
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,
-                     studies=only)
+                     studies=only, max_points=_max_points(args), allow_mixed_code=args.allow_mixed_code)
+
+
+def _max_points(args: argparse.Namespace) -> int:
+    from .studies.base import MAX_POINTS
+
+    if args.max_points is None:
+        return MAX_POINTS
+    if args.max_points < 1:
+        raise UserError(f"--max-points {args.max_points} is not allowed: a value >= 1")
+    return args.max_points
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -383,7 +437,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise UserError(f"dir={str(args.dir)!r} is not allowed: no such directory")
-    return rebuild(args.dir, strict=args.strict)
+    return rebuild(args.dir, strict=args.strict, force=args.force)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -453,7 +507,11 @@ def _with_run_file(parser: argparse.ArgumentParser, argv: list[str] | None,
         defaults["out"] = Path(data["out"])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     sub.choices["run"].set_defaults(**defaults)
+    given = list(args.sets)  # on the command line: they override the file's, and may not repeat
+    _kv(given, "--set")
     args = parser.parse_args(argv)
+    keys = {g.split("=", 1)[0].strip() for g in given}
+    args.sets = [x for x in defaults.get("sets", []) if x.split("=", 1)[0].strip() not in keys] + given
     # a --grid on the command line replaces the file's axis of the same field
     last = {g.split("=", 1)[0].strip(): g for g in args.grids}
     args.grids = list(last.values())
@@ -572,6 +630,7 @@ def _main(argv: list[str] | None) -> int:
             return 2
         if args.command == "run" and args.config is not None:
             args = _with_run_file(parser, argv, args)
+        args.from_sys_argv = argv is None
         handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
                    "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare, "evaluate": cmd_evaluate,
                    "export": cmd_export}

@@ -203,7 +203,8 @@ def _mechanism_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         ax.set_ylabel("neurons per class m")
     ax = axes[1]
     single = tab.drop(grid.index)
-    labels = [", ".join(f"{k}={r[k]:g}" for k in others if not np.isclose(float(r[k]), float(getattr(base, k))))
+    ref = grid.iloc[0] if len(grid) else tab.iloc[0]  # the grid's other knobs: the baseline of the bars
+    labels = [", ".join(f"{k}={r[k]:g}" for k in others if not np.isclose(float(r[k]), float(ref[k])))
               or "default" for _, r in single.iterrows()]
     if len(single):
         xs = np.arange(len(single))

@@ -88,6 +88,8 @@ class FeatureLearningConfig(Config):
                                        "10-step PGD)", ge=0)
     ilyas: bool = param(True, "run the non-robust-dataset test on the standard model")
     ilyas_steps: int = param(10, "targeted attack steps for the non-robust dataset", ge=1)
+    ilyas_mirror: bool = param(False, "also build the non-robust dataset from the PGD-trained model (the mirror "
+                               "transfer test: near chance if that model relies on robust features)")
 
     def check(self) -> None:
         if self.q < 1:
@@ -216,7 +218,7 @@ QUICK_GRID = [
     {"experiment": ["eps"], "method": ["gradient_step"], "eps": [0.0, 0.2, 0.3, 0.5, 0.7], "steps": [QUICK_STEPS]},
     *[b for b in _SYNTH if b["experiment"][0] not in ("main", "eta", "eps")],
     {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [6],
-     SEEDS_KEY: [QUICK_IMAGE_SEEDS]},
+     "ilyas_mirror": [True], SEEDS_KEY: [QUICK_IMAGE_SEEDS]},
     {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["mnist5k"], "image_size": [14],
      "max_train": [800], "max_test": [300], "epochs": [6], "image_lr": [0.1], "image_batch": [32],
      "image_pgd_steps": [3], SEEDS_KEY: [QUICK_IMAGE_SEEDS]},
@@ -233,9 +235,10 @@ PAPER_GRID = [
     COUNTER_GRID,
     ATTRIBUTION_GRID,
     *LIMIT_GRID,
-    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [30]},
+    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [30],
+     "ilyas_mirror": [True]},
     {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["mnist5k"], "epochs": [15],
-     "image_lr": [0.1], "image_batch": [32]},
+     "image_lr": [0.1], "image_batch": [32], "ilyas_mirror": [True]},
 ]
 
 # The mechanism (A2's "find out which"): one-step adversarial training at quick scale over the knobs the
