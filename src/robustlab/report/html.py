@@ -206,9 +206,11 @@ def excluded_text(claim: dict[str, Any]) -> str:
 
 
 def strict_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What makes ``--strict`` exit 1: every paper claim not reproduced, and every self-check
-    that does not hold (exploratory questions never do)."""
-    return [c for c in claims if kind_of(c) in ("claim", "self-check") and verdict_of(c) != "reproduced"]
+    """What makes ``--strict`` exit 1: every paper claim not reproduced and every self-check that
+    does not hold (exploratory questions never do), and either computed on an incomplete or
+    partly failed grid (``incomplete``)."""
+    return [c for c in claims if kind_of(c) in ("claim", "self-check")
+            and (verdict_of(c) != "reproduced" or c.get("incomplete"))]
 
 
 def _threshold_text(claim: dict[str, Any]) -> str:
@@ -502,7 +504,11 @@ def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
         chips.append(f"<span class='chip{' fail' if self_check_failures(s.claims) else ''}'>"
                      f"{_esc(self_check_line(s.claims))}</span>")
     n_points = m.get("n_points")
-    if n_points is not None:
+    done = (m.get("completeness") or {}).get("done")  # what the store holds, not what was planned
+    if done is not None:
+        chips.append(f"<span class='chip{' fail' if done < n_points else ''}'>points {done}/{n_points} done"
+                     f"{f', {len(s.failures)} failed' if s.failures else ''}</span>")
+    elif n_points is not None:
         chips.append(f"<span class='chip{' fail' if s.failures else ''}'>points {n_points - len(s.failures)}"
                      f"/{n_points} done{f', {len(s.failures)} failed' if s.failures else ''}</span>")
     chips.append(f"<span class='chip'>{s.n_rows} result rows</span>")

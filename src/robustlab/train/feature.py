@@ -1,6 +1,6 @@
-"""Standard and adversarial training of the patch CNN, with the probes of seed 000.
+"""Standard and adversarial training of the patch CNN, with the probes of the feature-learning paper (ICLR 2025).
 
-Training (Seed 000, Sec. 2, Alg. 1): gradient descent on the softmax cross-entropy, full
+Training (feature learning, ICLR 2025, Sec. 2, Alg. 1): gradient descent on the softmax cross-entropy, full
 batch or minibatch SGD. Adversarial training first moves each training point inside the
 ℓ∞ ball of radius ε, then takes the descent step at the moved points:
 
@@ -8,7 +8,7 @@ batch or minibatch SGD. Adversarial training first moves each training point ins
 * ``fgsm`` — ``x + ε sign(∇ₓ ℓ)``;
 * ``pgd`` — k sign steps with projection (what practice uses).
 
-Probes (every ``probe_every`` steps; Seed 000, Sec. 5): robust-feature learning
+Probes (every ``probe_every`` steps; feature learning, ICLR 2025, Sec. 5): robust-feature learning
 ``A_i(t) = max_r ⟨w_{i,r}, u_i⟩`` and non-robust ``B_i(t) = max_r ⟨w_{i,r}, v_i⟩`` (and the
 per-neuron values), the training loss; every ``eval_every`` steps, on held-out data: clean
 accuracy and robust accuracy under the theory's attack ``δ_p = −ε v_y`` on the non-robust
@@ -38,7 +38,7 @@ from ..models.ensemble import Flat, fold, unfold
 from ..models.patch_cnn import PatchCNN
 
 __all__ = ["FeatureTrainSpec", "FeatureHistory", "train_patch_cnn", "crossing_step", "METHODS",
-           "train_attack", "evaluate_patch_cnn", "pgd_accuracy", "ClosedFormStep"]
+           "train_attack", "evaluate_patch_cnn", "pgd_accuracy", "ClosedFormStep", "PHASE1_GROWTH"]
 
 METHODS = ("standard", "gradient_step", "fgsm", "pgd")
 CLOSED_FORM = ("standard", "gradient_step")  # trained by ClosedFormStep
@@ -176,7 +176,7 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     """(clean, feature-attack, PGD) accuracy per ensemble member, each (E,).
 
     The feature attack subtracts ``eval_eps · v_y`` on the non-robust patches of each test
-    point (its own member's ``v``; Seed 000, Prop. 3.2). PGD is ℓ∞ with radius ``eval_eps``,
+    point (its own member's ``v``; feature learning, ICLR 2025, Prop. 3.2). PGD is ℓ∞ with radius ``eval_eps``,
     random start, step ``2.5 ε / steps``, on the margin loss: the cross-entropy of a
     saturated softmax has exactly zero input gradient in float32, which would pass for
     robustness (gradient masking). NaN when ``with_pgd`` is False. Robust accuracy counts a
@@ -319,7 +319,7 @@ class ClosedFormStep:
         ∇_{w_ir} mean_n ℓ_n = (1/N) Σ_{n,p} c_{ni} σ'(z_{irnp}) x_{np}       (the descent step's)
 
     each one batched GEMM over the (E, k·m, N·P) layout of :meth:`PatchCNN.preactivations_t`.
-    One-step training (``gradient_step``, Seed 000 Alg. 1) moves the points to
+    One-step training (``gradient_step``, feature learning, ICLR 2025, Alg. 1) moves the points to
     ``x + clip_ε(η̃ ∇ₓℓ)``, which is what ``GradientStep`` followed by the ℓ∞ projection
     returns (up to rounding: the projection there computes ``x + clip((x + η̃g) − x)``);
     ε = 0 skips the move, so it reproduces standard training bit for bit.
@@ -407,16 +407,38 @@ def _objective(model: PatchCNN, x: torch.Tensor, y: torch.Tensor, attack, spec: 
     return F.cross_entropy(out.reshape(-1, k), y.reshape(-1), reduction="none").reshape(E, -1).mean(1)
 
 
-def crossing_step(steps: torch.Tensor, A: torch.Tensor, B: torch.Tensor) -> float | None:
-    """First probe step at which ``A > B`` after a probe with ``B > A`` (None if never).
+# A real phase 1: B grows to at least this multiple of its value at initialisation (|B(0)|)
+# while leading A. At σ₀ = 0.05 the initial max over neurons is ~0.05–0.1 and noise moves it by
+# a few hundredths; tripling it is growth no random walk of the probes gives.
+PHASE1_GROWTH = 3.0
 
-    ``A``, ``B``: (T,) traces of one run (class-averaged). The "two phases" of Seed 000:
-    B leads first, then A overtakes.
+
+def crossing_step(steps: torch.Tensor, A: torch.Tensor, B: torch.Tensor, *,
+                  growth: float = PHASE1_GROWTH) -> float | None:
+    """The step at which A overtakes B for good after a real first phase (None if it does not).
+
+    ``A``, ``B``: (T,) traces of one run (class-averaged), probed at ``steps``. The "two
+    phases" of feature learning, ICLR 2025 (Lemma 5.2, Sec. 5): B leads and grows first, then A
+    overtakes. So the crossing needs
+
+    * a real phase 1: a probe where ``B ≥ growth·|B(0)|`` and ``B > A`` (a flat B, or A leading
+      from the start, has no first phase to end);
+    * a sustained crossing: the returned step is the first probe after that phase-1 probe from
+      which ``A > B`` at every later probe to the end of the run (a crossing that reverts is
+      not one).
     """
-    led = False
-    for t, a, b in zip(steps.tolist(), A.tolist(), B.tolist()):
-        if b > a:
-            led = True
-        elif led and a > b:
-            return float(t)
-    return None
+    s, a, b = steps.tolist(), A.tolist(), B.tolist()
+    if not s:
+        return None
+    floor = growth * abs(b[0])
+    start = next((i for i in range(len(s)) if b[i] >= floor and b[i] > a[i]), None)
+    if start is None:
+        return None
+    cross = None
+    for i in range(start + 1, len(s)):
+        if a[i] > b[i]:
+            if cross is None:
+                cross = i
+        else:
+            cross = None
+    return None if cross is None else float(s[cross])
