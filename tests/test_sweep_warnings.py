@@ -111,4 +111,4 @@ def test_the_command_line_shows_other_warnings_as_one_line(capsys, monkeypatch):
         warnings.simplefilter("always")
         assert cli.main(["list"]) == 0
     err = capsys.readouterr().err
-    assert err == "robustlab: warning: UserWarning: something to know on two lines\n"
+    assert err == "robustlab: warning: Something to know on two lines\n"  # one sentence, no class name
