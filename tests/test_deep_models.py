@@ -1,9 +1,9 @@
-"""Deep ReLU networks and the initialisation table of seed 002 (models/deep.py).
+"""Deep ReLU networks and the initialisation table of the width-depth-init paper (models/deep.py).
 
 Closed forms checked in float64: the entry variances of Table 1, and the expected squared
 Frobenius norm of the input Jacobian at initialisation, E‖J‖_F² = k·β_L·∏(½·fan·β) — for
 unit inputs 2k (He, any depth), k·2^{1−L} (LeCun: exponentially smaller with depth, the
-mechanism behind seed 002's LeCun claim) and k·d (NTK, two layers).
+mechanism behind the width-depth-init paper's LeCun claim) and k·d (NTK, two layers).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real-image training for seed 000's Sec. 6 and the Ilyas et al. 2019 non-robust dataset."""
+"""Real-image training for the feature-learning paper's Sec. 6 and the Ilyas et al. 2019 non-robust dataset."""
 
 import pytest
 import torch

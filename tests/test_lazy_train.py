@@ -1,5 +1,5 @@
 """Training inside the lazy ball: SGD that stops on leaving it, and projected adversarial
-training (Seed 001, §5 and Alg. 1)."""
+training (lazy training, NeurIPS 2022, §5 and Alg. 1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The "every patch" attack on patch data: add a wrong class's feature to every patch.
 
-Seed 000's model sums one shared detector over all ``P`` patches, so an attacker allowed a
+the feature-learning paper's model sums one shared detector over all ``P`` patches, so an attacker allowed a
 budget in *every* patch can plant a wrong class's feature everywhere. For features
 ``f_1..f_k`` (the robust ``u`` or the non-robust ``v``) and a wrong class ``j``::
 

@@ -1,7 +1,7 @@
-"""The feature-direction attack of seed 000: subtract ε along the class's own feature.
+"""The feature-direction attack of the feature-learning paper: subtract ε along the class's own feature.
 
 For patch inputs ``X = (x_1..x_P)``, ``(N, P, d)``, the theory's attack is
-``δ_p = −ε v_y`` on the non-robust patches (Seed 000, Prop. 3.2), where ``v_y`` is the
+``δ_p = −ε v_y`` on the non-robust patches (feature learning, ICLR 2025, Prop. 3.2), where ``v_y`` is the
 non-robust feature of the true class. Generally: given one direction per class,
 ``directions (k, d)``, subtract ``ε · directions[y]`` on the selected patches (``mask (N, P)``,
 default every patch), or from the whole input for flat data ``(N, d)``.

@@ -1,6 +1,6 @@
 """Patch-structured data with sparse strong (robust) and dense weak (non-robust) features.
 
-Seed 000 (Def. 2.2, Assumption 2.3). A sample of class ``y ∈ [k]`` is ``X = (x_1, …, x_P)``,
+feature learning, ICLR 2025 (Def. 2.2, Assumption 2.3). A sample of class ``y ∈ [k]`` is ``X = (x_1, …, x_P)``,
 ``x_p ∈ R^d``. A small random set ``J_R`` of ``n_robust`` patches carries the robust feature
 ``u_y``; every other patch (``J_NR``, dense) carries the non-robust feature ``v_y``::
 
@@ -50,7 +50,7 @@ MUCH = 2.0
 
 
 class AssumptionWarning(UserWarning):
-    """The chosen scales violate (a numeric reading of) Assumption 2.3 of seed 000."""
+    """The chosen scales violate (a numeric reading of) Assumption 2.3 of the feature-learning paper."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +222,7 @@ def sample_ensemble(spec: PatchSpec, seeds: Sequence[int], n_train: int, n_test:
 
 
 def assumption_report(spec: PatchSpec, *, q: float, eps: float) -> dict:
-    """Assumption 2.3 of seed 000 as numbers (per sample, in expectation over the draws).
+    """Assumption 2.3 of the feature-learning paper as numbers (per sample, in expectation over the draws).
 
     ``alpha_over_beta`` = min α / max β (robust stronger: want ≥ MUCH);
     ``sum_alpha_q`` = E Σ_p α_p^q over robust patches, ``sum_beta_q`` = E Σ_p β_p^q
@@ -272,5 +272,5 @@ def check_assumptions(spec: PatchSpec, *, q: float, eps: float, warn: bool = Tru
     rep = assumption_report(spec, q=q, eps=eps)
     if warn:
         for msg in rep["violations"]:
-            warnings.warn(f"Assumption 2.3 (seed 000): {msg}", AssumptionWarning, stacklevel=2)
+            warnings.warn(f"Assumption 2.3 (feature learning, ICLR 2025): {msg}", AssumptionWarning, stacklevel=2)
     return rep

@@ -1,12 +1,12 @@
-"""Deep ReLU networks with the initialisation table of seed 002 (width, depth, initialisation).
+"""Deep ReLU networks with the initialisation table of the width-depth-init paper (width, depth, initialisation).
 
 The fully connected family is an *ensemble* model (see :mod:`robustlab.models.ensemble`):
 every weight carries a leading dimension ``E`` and copy ``e`` sees only ``x[e]``::
 
-    f(x) = W_L σ(W_{L-1} … σ(W_1 x))            (Seed 002, Eq. 2; no biases)
+    f(x) = W_L σ(W_{L-1} … σ(W_1 x))            (width-depth-init, NeurIPS 2022, Eq. 2; no biases)
     x: (E, N, d)  ->  f: (E, N, k)              W_1: (E, d, m), W_l: (E, m, m), W_L: (E, m, k)
 
-Entries of ``W_l`` are drawn i.i.d. ``N(0, β_l)`` with the variances of Seed 002, Table 1
+Entries of ``W_l`` are drawn i.i.d. ``N(0, β_l)`` with the variances of the width-depth-init paper, Table 1
 (SPEC §C; the non-lazy row is reconstructed, see :func:`init_variance`):
 
 =========  ===========  ===========  ===========
@@ -20,7 +20,7 @@ small      m^{-γ}       m^{-γ}       m^{-γ}
 
 Written per layer with fan-in/fan-out, the table is: LeCun ``1/fan_in``, He ``2/fan_in``,
 NTK ``2/fan_out`` except the output layer (``1``), small ``m^{-γ}`` with ``m`` the width.
-The convolutional and residual variants (Seed 002, App. E.3/E.4) reuse exactly that rule,
+The convolutional and residual variants (width-depth-init, NeurIPS 2022, App. E.3/E.4) reuse exactly that rule,
 with ``fan = channels × kernel area``; they are plain modules ``(N, C, H, W) -> (N, k)``, and
 :class:`VmapEnsemble` stacks E of them into an ensemble model with ``torch.func``.
 """
@@ -56,10 +56,10 @@ def check_architecture(*, width: int, depth: int, init: str, gamma: float | None
 
 def init_variance(init: str, *, layer: int, n_layers: int, fan_in: int, fan_out: int, width: int,
                   gamma: float | None = None) -> float:
-    """The variance β of the entries of layer ``layer`` (1-based) of ``n_layers`` (Seed 002, Table 1).
+    """The variance β of the entries of layer ``layer`` (1-based) of ``n_layers`` (width-depth-init, NeurIPS 2022, Table 1).
 
     ``fan_in``/``fan_out`` count inputs/outputs of one unit (times the kernel area for a
-    convolution); ``width`` is ``m``. ``small`` is the non-lazy regime of Seed 002, Thm 2/3,
+    convolution); ``width`` is ``m``. ``small`` is the non-lazy regime of the width-depth-init paper, Thm 2/3,
     whose exact exponents were lost in extraction: every layer gets ``m^{-γ}`` (γ > 1 makes
     the initial network vanish as ``m`` grows, which is what puts it outside the lazy regime).
     """
@@ -187,7 +187,7 @@ class DeepMLP(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------
-# convolutional and residual variants (plain modules, Seed 002 App. E.3 / E.4)
+# convolutional and residual variants (plain modules; width-depth-init, NeurIPS 2022, App. E.3 / E.4)
 
 def _init_conv_stack(layers: Sequence[nn.Module], init: str, width: int, gamma: float | None,
                      generator: torch.Generator | None) -> None:
@@ -205,7 +205,7 @@ def _init_conv_stack(layers: Sequence[nn.Module], init: str, width: int, gamma: 
 
 class ConvNet(nn.Module):
     """Depth-``L`` ReLU CNN: ``L-1`` 3×3 convolutions of ``m`` channels, global average pool,
-    then a linear output layer; no biases. ``(N, C, H, W) -> (N, k)`` (Seed 002, App. E.3)."""
+    then a linear output layer; no biases. ``(N, C, H, W) -> (N, k)`` (width-depth-init, NeurIPS 2022, App. E.3)."""
 
     def __init__(self, in_channels: int, width: int, depth: int, k: int = 1, *, init: str = "he",
                  gamma: float | None = None, generator: torch.Generator | None = None):
@@ -227,7 +227,7 @@ class ConvNet(nn.Module):
 class ResNet(nn.Module):
     """Depth-``L`` residual ReLU CNN: a 3×3 stem, ``L-2`` pre-activation residual blocks
     ``h ← h + conv(σ(h))``, global average pool of ``σ(h)``, linear output; no biases and no
-    normalisation, so the initialisation alone sets the scales (Seed 002, App. E.4)."""
+    normalisation, so the initialisation alone sets the scales (width-depth-init, NeurIPS 2022, App. E.4)."""
 
     def __init__(self, in_channels: int, width: int, depth: int, k: int = 1, *, init: str = "he",
                  gamma: float | None = None, generator: torch.Generator | None = None):

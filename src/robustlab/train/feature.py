@@ -1,6 +1,6 @@
-"""Standard and adversarial training of the patch CNN, with the probes of seed 000.
+"""Standard and adversarial training of the patch CNN, with the probes of the feature-learning paper.
 
-Training (Seed 000, Sec. 2, Alg. 1): gradient descent on the softmax cross-entropy, full
+Training (feature learning, ICLR 2025, Sec. 2, Alg. 1): gradient descent on the softmax cross-entropy, full
 batch or minibatch SGD. Adversarial training first moves each training point inside the
 ℓ∞ ball of radius ε, then takes the descent step at the moved points:
 
@@ -8,7 +8,7 @@ batch or minibatch SGD. Adversarial training first moves each training point ins
 * ``fgsm`` — ``x + ε sign(∇ₓ ℓ)``;
 * ``pgd`` — k sign steps with projection (what practice uses).
 
-Probes (every ``probe_every`` steps; Seed 000, Sec. 5): robust-feature learning
+Probes (every ``probe_every`` steps; feature learning, ICLR 2025, Sec. 5): robust-feature learning
 ``A_i(t) = max_r ⟨w_{i,r}, u_i⟩`` and non-robust ``B_i(t) = max_r ⟨w_{i,r}, v_i⟩`` (and the
 per-neuron values), the training loss; every ``eval_every`` steps, on held-out data: clean
 accuracy and robust accuracy under the theory's attack ``δ_p = −ε v_y`` on the non-robust
@@ -176,7 +176,7 @@ def evaluate_patch_cnn(model: PatchCNN, features: Features, test: PatchData, spe
     """(clean, feature-attack, PGD) accuracy per ensemble member, each (E,).
 
     The feature attack subtracts ``eval_eps · v_y`` on the non-robust patches of each test
-    point (its own member's ``v``; Seed 000, Prop. 3.2). PGD is ℓ∞ with radius ``eval_eps``,
+    point (its own member's ``v``; feature learning, ICLR 2025, Prop. 3.2). PGD is ℓ∞ with radius ``eval_eps``,
     random start, step ``2.5 ε / steps``, on the margin loss: the cross-entropy of a
     saturated softmax has exactly zero input gradient in float32, which would pass for
     robustness (gradient masking). NaN when ``with_pgd`` is False. Robust accuracy counts a
@@ -319,7 +319,7 @@ class ClosedFormStep:
         ∇_{w_ir} mean_n ℓ_n = (1/N) Σ_{n,p} c_{ni} σ'(z_{irnp}) x_{np}       (the descent step's)
 
     each one batched GEMM over the (E, k·m, N·P) layout of :meth:`PatchCNN.preactivations_t`.
-    One-step training (``gradient_step``, Seed 000 Alg. 1) moves the points to
+    One-step training (``gradient_step``, feature learning, ICLR 2025, Alg. 1) moves the points to
     ``x + clip_ε(η̃ ∇ₓℓ)``, which is what ``GradientStep`` followed by the ℓ∞ projection
     returns (up to rounding: the projection there computes ``x + clip((x + η̃g) − x)``);
     ε = 0 skips the move, so it reproduces standard training bit for bit.
@@ -410,7 +410,7 @@ def _objective(model: PatchCNN, x: torch.Tensor, y: torch.Tensor, attack, spec: 
 def crossing_step(steps: torch.Tensor, A: torch.Tensor, B: torch.Tensor) -> float | None:
     """First probe step at which ``A > B`` after a probe with ``B > A`` (None if never).
 
-    ``A``, ``B``: (T,) traces of one run (class-averaged). The "two phases" of Seed 000:
+    ``A``, ``B``: (T,) traces of one run (class-averaged). The "two phases" of the feature-learning paper:
     B leads first, then A overtakes.
     """
     led = False

@@ -3,14 +3,14 @@
 One call trains ``E`` independent copies at once: the model maps ``(E, N, ...) -> (E, N, k)``,
 every copy draws its own minibatch order from its own generator, and the loss is the *sum*
 over copies of each copy's batch mean, so each copy receives exactly the gradient it would
-get trained alone (Seed 002, §5.1: SGD, cross-entropy, step decay of the learning rate).
+get trained alone (width-depth-init, NeurIPS 2022, §5.1: SGD, cross-entropy, step decay of the learning rate).
 
 Losses (``reduction="none"`` per sample, then a mean per copy):
 
 * ``ce``  — softmax cross-entropy over ``k`` logits, integer labels ``0..k-1``;
-* ``mse`` — ``½ (f(x) − y)²`` for a single output ``k = 1`` and labels ``±1`` (Seed 002, Thm 3).
+* ``mse`` — ``½ (f(x) − y)²`` for a single output ``k = 1`` and labels ``±1`` (width-depth-init, NeurIPS 2022, Thm 3).
 
-Probe, after every epoch and per copy ``e``, the lazy-training ratio (Seed 002, §5.2)::
+Probe, after every epoch and per copy ``e``, the lazy-training ratio (width-depth-init, NeurIPS 2022, §5.2)::
 
     κ_e(t) = ‖θ_e(t) − θ_e(0)‖₂ / ‖θ_e(0)‖₂            (whole network)
     κ_{e,l}(t) = ‖W_{e,l}(t) − W_{e,l}(0)‖_F / ‖W_{e,l}(0)‖_F   (layer l)
