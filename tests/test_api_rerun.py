@@ -40,7 +40,8 @@ def test_python_run_is_the_cli_run(tmp_path):
     assert isinstance(api.results, pd.DataFrame)
     assert set(api.results["lr"]) == {0.2, 0.5} and set(api.results["seed"]) == {3, 4}
     assert len(api.results) == 2 * 2 * 12
-    assert [c["id"] for c in api.claims] == ["smoke-accuracy", "smoke-loss-falls"]
+    assert list(api.claims["id"]) == ["smoke-accuracy", "smoke-loss-falls"]
+    assert [c["id"] for c in api.claim_dicts] == ["smoke-accuracy", "smoke-loss-falls"]
     assert api.report_path.is_file() and api.out == tmp_path / "api"
     assert [p.name for p in api.figures] == ["loss.png"]
     m = api.manifest

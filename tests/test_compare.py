@@ -49,7 +49,9 @@ def test_same_verdicts_and_overlapping_effects_are_flagged_same(tmp_path):
     assert [r.flags for r in rows] == [[], [], []]
     text = compare_text(sa, sb, rows)
     assert "seeds A 0–2, B 100–102" in text
-    assert text.splitlines()[-1] == "compared 3 claims: 0 verdict changes, 0 with effects outside each other's interval"
+    assert "differs: seeds: A 0–2 | B 100–102" in text  # the only recorded setting that differs
+    assert text.splitlines()[-1] == ("compared 3 claims: 0 verdict changes, 0 with effects outside each other's "
+                                     "interval; 1 configuration difference")
 
 
 def test_verdict_changes_and_effects_apart_are_flagged(tmp_path):

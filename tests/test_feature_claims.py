@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from robustlab import claims as cl
 from robustlab import stats
 from robustlab.attacks.every_patch import every_patch, every_patch_bound
 from robustlab.cli import main
@@ -17,18 +18,21 @@ from robustlab.studies import get_study
 from robustlab.studies.base import plan
 from robustlab.studies.feature_learning import STUDY, FeatureLearningConfig, run_points
 from robustlab.studies.feature_learning.claims import (
-    DIVERGED,
-    _claim_adv_feature_attack,
-    _claim_adv_overtakes,
-    _claim_adv_pgd,
-    _claim_eps_spectrum,
-    _claim_eps_zero,
-    _claim_every_patch,
-    _claim_images,
-    _claim_standard,
-    _claim_two_phases,
+    CLAIM_SPECS,
+    claim_a1,
+    claim_a2a,
+    claim_a2b,
+    claim_a2c,
+    claim_a2d,
     claims,
 )
+from robustlab.studies.feature_learning.common import DIVERGED
+from robustlab.studies.feature_learning.dynamics import (
+    claim_eps_limit,
+    claim_eps_spectrum,
+    claim_two_phases,
+)
+from robustlab.studies.feature_learning.images import claim_images
 from robustlab.studies.feature_learning.presets import (
     QUICK_ETA_ACTIVE,
     QUICK_ETA_ACTIVE_SEEDS,
@@ -69,65 +73,141 @@ def spread(s, scale=0.01):
     return scale * (s - 1)  # a little seed-to-seed spread (sd = scale over 3 seeds)
 
 
-# -- claim 1 -------------------------------------------------------------------------------
+# -- the claims engine: kinds, controls, premises -------------------------------------------
+
+def test_every_built_in_claim_has_a_control_and_known_premises():
+    assert {s.id for s in STUDY.claim_specs} == {c.id for c in claims(df_of([rows("timing")]))}
+    for spec in CLAIM_SPECS:
+        if spec.kind == cl.CLAIM:
+            assert spec.control is not None and spec.control.why, spec.id
+        assert all(p in STUDY.premises for p in spec.premises), spec.id
+    kinds = {s.id: s.kind for s in CLAIM_SPECS}
+    assert kinds["A4-eps-limit-is-standard"] == cl.SELF_CHECK and kinds["A5-eps-spectrum"] == cl.EXPLORATORY
+
+
+# -- A1 -------------------------------------------------------------------------------------
 
 def std_final(seed=0, **kw):
-    return final(experiment="main", method="standard", seed=seed,
-                 **{"A": 0.05, "B": 2.0 + spread(seed, 0.1), "feature_acc": 0.5 + spread(seed), **kw})
+    return final(**{"experiment": "main", "method": "standard", "seed": seed, "A": 0.05, "B": 2.0 + spread(seed, 0.1), "feature_acc": 0.5 + spread(seed), **kw})
 
-
-def test_claim1_reproduced_on_a_nonrobust_standard_model():
-    c = _claim_standard(df_of([std_final(s) for s in range(3)]))
-    assert c.decision.verdict == R and c.evidence["B_over_A"] == pytest.approx(40.0)
-
-
-@pytest.mark.parametrize("kw", [{"B": 0.05}, {"clean_acc": 0.5}, {"feature_acc": 0.9}])
-def test_claim1_contradicted(kw):
-    c = _claim_standard(df_of([std_final(s, **kw) for s in range(3)]))
-    assert c.decision.verdict == C
-
-
-def test_claim1_inconclusive_on_the_edge_and_not_applicable_when_the_assumption_fails():
-    edge = [std_final(s, B=0.1 + 0.05 * (s - 1)) for s in range(3)]  # B − 2A straddles 0
-    c = _claim_standard(df_of(edge))
-    assert c.decision.verdict == I and c.decision.seeds_needed is None or c.decision.seeds_needed > 3
-    bad = _claim_standard(df_of([std_final(s, assume_violations=VIOLATED) for s in range(3)]))
-    assert bad.decision.verdict == NA and "Assumption 2.3" in bad.decision.reason
-
-
-def test_claim1_not_applicable_without_results():
-    c = _claim_standard(df_of([final(experiment="main", method="gradient_step")]))
-    assert c.decision.verdict == NA and "missing" in c.evidence and "not measured" in c.decision.reason
-
-
-# -- claim 2 (a, b, c) and the counter-experiment (d) ------------------------------------------
 
 def adv_final(seed=0, **kw):
-    return final(experiment="main", method="gradient_step", seed=seed,
-                 **{"A": 1.0 + spread(seed), "B": 0.2, "feature_acc": 0.95 + spread(seed),
-                    "pgd_acc": 0.95 + spread(seed), "threat_linf_all": 0.5, "every_patch_bound": 0.07, **kw})
+    """An adversarially trained model that uses u: every A2 part passes."""
+    return final(**{"experiment": "main", "method": "gradient_step", "seed": seed, "A": 1.0 + spread(seed), "B": 0.2, "feature_acc": 0.95 + spread(seed),
+                    "pgd_acc": 0.95 + spread(seed), "threat_linf_all": 0.5, "u_neuron_share_i": [0.75, 1.0],
+                    "robust_logit_share_i": [0.8 + spread(seed), 0.9], "v_only_acc": 0.5 + spread(seed),
+                    "span_v_acc": 0.95 + spread(seed), "span_swap_acc": 0.97, "span_pgd_acc": 0.95,
+                    "span_v_acc_i": [0.95, 0.95], "A_minus_B_neuron_mean": 0.5, **kw})
 
 
-@pytest.mark.parametrize("fn, key, good, bad", [
-    (_claim_adv_overtakes, "A", 1.0, 0.1),
-    (_claim_adv_feature_attack, "feature_acc", 0.95, 0.6),
-    (_claim_adv_pgd, "pgd_acc", 0.95, 0.0),
+def nonrobust(method, seed, **kw):
+    """A model of either method that uses v (fails every A2 part)."""
+    base = std_final if method == "standard" else adv_final
+    return base(seed, **{"u_neuron_share_i": [0.0, 0.25], "robust_logit_share_i": [0.01, 0.02],
+                         "v_only_acc": 1.0, "span_v_acc": 0.05 + spread(seed), "span_swap_acc": 0.05,
+                         "span_pgd_acc": 0.05, "span_v_acc_i": [0.0, 0.1], "A_minus_B_neuron_mean": -0.5,
+                         "feature_acc": 0.5 + spread(seed), "pgd_acc": 0.0, **kw})
+
+
+def test_a1_reproduced_with_its_control_contradicted():
+    c = claim_a1(df_of([std_final(s) for s in range(3)] + [adv_final(s) for s in range(3)]))
+    assert c.decision.verdict == R and c.evidence["B_over_A"] == pytest.approx(40.0)
+    assert c.control.verdict.verdict == C and c.to_dict()["control"]["setting"] == "method = gradient_step"
+
+
+@pytest.mark.parametrize("kw", [{"B": 0.05}, {"clean_acc": 0.95 - 0.2}, {"feature_acc": 0.9}])
+def test_a1_contradicted(kw):
+    assert claim_a1(df_of([std_final(s, **kw) for s in range(3)])).decision.verdict == C
+
+
+def test_a1_planted_non_discriminating_control_makes_it_inconclusive():
+    # the adversarial models are as non-robust as the standard ones: the rule passes on both
+    c = claim_a1(df_of([std_final(s) for s in range(3)] + [std_final(s, method="gradient_step") for s in range(3)]))
+    assert c.decision.verdict == I and cl.NOT_DISCRIMINATING in c.decision.reason
+    assert c.to_dict()["verdict_before_control"] == R
+
+
+def test_a1_excludes_points_that_violate_the_assumption_and_is_na_without_results():
+    pts = [std_final(s) for s in range(3)] + [std_final(3, assume_violations=VIOLATED, B=0.0)]
+    c = claim_a1(df_of(pts))
+    assert c.decision.verdict == R and c.to_dict()["excluded"][0]["excluded"] == 1
+    bad = claim_a1(df_of([std_final(s, assume_violations=VIOLATED) for s in range(3)]))
+    assert bad.decision.verdict == NA and "assumption-2.3: 3 of 3 excluded" in bad.decision.reason
+    c = claim_a1(df_of([final(experiment="main", method="gradient_step")]))
+    assert c.decision.verdict == NA and "not measured" in c.decision.reason
+
+
+# -- A2a: four parts per seed and per class --------------------------------------------------
+
+def test_a2a_reproduced_on_a_robust_feature_model_with_the_standard_control():
+    c = claim_a2a(df_of([adv_final(s) for s in range(3)] + [nonrobust("standard", s) for s in range(3)]))
+    assert c.decision.verdict == R
+    assert c.control.verdict.verdict == C and c.to_dict()["control"]["setting"] == "method = standard"
+    sv = c.evidence["span_v_accuracy"]
+    assert sv["per_seed"] == pytest.approx([0.94, 0.95, 0.96]) and sv["mean"] == pytest.approx(0.95)
+    assert set(c.evidence["parts"]) == {"u-neurons", "robust-logit-share", "v-only-accuracy",
+                                        "span-v-robust-accuracy"}
+
+
+@pytest.mark.parametrize("kw", [
+    {"u_neuron_share_i": [0.25, 1.0]},  # one class has a single u-neuron of 4: the max over neurons hides it
+    {"robust_logit_share_i": [0.9, 0.1]},
+    {"v_only_acc": 1.0},
+    {"span_v_acc": 0.09},
 ])
-def test_claim2_parts_each_reach_each_verdict(fn, key, good, bad):
+def test_a2a_each_part_can_fail_it_alone(kw):
+    # A overtakes B (max over neurons) in every case: that alone decides nothing
+    c = claim_a2a(df_of([adv_final(s, **kw) for s in range(3)] + [nonrobust("standard", s) for s in range(3)]))
+    assert c.decision.verdict == C
+    assert c.evidence["A_minus_B_max_over_neurons"]["effect"] > 0
+
+
+def test_a2a_planted_non_discriminating_claim_is_inconclusive():
+    # the standard models pass the same rule: the test cannot tell the two trainings apart
+    c = claim_a2a(df_of([adv_final(s) for s in range(3)] + [adv_final(s, method="standard") for s in range(3)]))
+    assert c.decision.verdict == I and cl.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_a2a_planted_under_trained_point_is_excluded_not_turning_the_claim():
+    pts = [adv_final(s) for s in range(4)] + [nonrobust("standard", s) for s in range(3)]
+    pts.append(nonrobust("gradient_step", 9, clean_acc=0.5))  # never trained: every part would fail
+    c = claim_a2a(df_of(pts))
+    assert c.decision.verdict == R
+    exc = {e["premise"]: e for e in c.to_dict()["excluded"]}
+    assert exc["trained"]["excluded"] == 1 and exc["trained"]["of"] == 5
+    assert 9 not in c.evidence["span_v_accuracy"]["seeds"]
+    # with the premise lifted, the same point would have turned the verdict
+    everything = claim_a2a(df_of([adv_final(s) for s in range(4)] + [nonrobust("gradient_step", 9)]))
+    assert everything.decision.verdict != R
+
+
+# -- A2b, A2c, A2d ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn, key, good, bad, edge", [
+    (claim_a2b, "feature_acc", 0.95, 0.6, 0.9),
+    (claim_a2c, "pgd_acc", 0.95, 0.0, 0.9),
+])
+def test_a2b_a2c_reach_each_verdict_and_name_their_control(fn, key, good, bad, edge):
+    ctrl = [nonrobust("standard", s) for s in range(3)]
+
     def df(value, **kw):
-        return df_of([adv_final(s, **{key: value + spread(s), **kw}) for s in range(3)])
+        return df_of([adv_final(s, **{key: value + spread(s), **kw}) for s in range(3)] + ctrl)
     assert fn(df(good)).decision.verdict == R
     assert fn(df(bad)).decision.verdict == C
-    edge = {"A": 0.2, "feature_acc": 0.9, "pgd_acc": 0.9}[key]
     assert fn(df(edge)).decision.verdict == I
     assert fn(df(good, assume_violations=VIOLATED)).decision.verdict == NA
+    assert fn(df(good)).control.verdict.verdict == C
 
 
-def test_claim2c_names_the_disagreement():
-    c = _claim_adv_pgd(df_of([adv_final(s, pgd_acc=0.0) for s in range(3)]))
-    assert c.decision.verdict == C and "Disagreement with the paper" in c.decision.reason
-    assert "not a software failure" in c.evidence["finding"]
-    assert c.evidence["threat_models_trained"]["linf_all"]["survives"] is False
+def test_a2c_explains_the_failure_with_the_attribution():
+    sweep = [rows("eps_sweep", seed=s, experiment="main", method="gradient_step", eps_over_alpha=r, pgd_acc=0.0,
+                  every_patch_acc=1.0 if r < 0.2 else 0.0, v_swap_acc=0.1, uv_every_patch_acc=0.0)
+             for s in range(3) for r in (0.15, 0.2, 0.4)]
+    c = claim_a2c(df_of([adv_final(s, pgd_acc=0.0) for s in range(3)] + sweep))
+    assert c.decision.verdict == C and "erase v_y and plant v_j" in c.decision.reason
+    at = {a["eps_over_alpha"]: a for a in c.evidence["attribution"]}
+    assert at[0.15]["trained_broken_by"] == ["v_swap", "u_and_v"]
+    assert at[0.4]["trained_broken_by"] == ["u_every_patch", "v_swap", "u_and_v"]
 
 
 def counter_rows(flip=None, seeds=3):
@@ -135,33 +215,27 @@ def counter_rows(flip=None, seeds=3):
     for P in (2, 8, 64):
         for eps in (0.1, 0.4):
             ratio = every_patch_bound(1.0, eps, 3.0, P)
+            corrected = ratio / (1 + 3 * (0.125 / eps) ** 2)
             for s in range(seeds):
-                acc = 1.0 if ratio > 1 else 0.0
+                acc = 1.0 if corrected > 1 else 0.0
                 if flip is not None and flip(P, eps):
                     acc = 1.0 - acc
                 out.append(rows("counter", seed=s, experiment="counter", method="standard", P=P, eval_eps=eps,
                                 clean_acc=1.0, feature_acc=1.0, pgd_acc=acc, threat_linf_all=acc,
-                                threat_linf_nonrobust_patches=acc, threat_l2_per_patch=acc,
                                 threat_nonrobust_subspace=1.0, bound_ratio=ratio, eps_over_alpha=eps,
-                                density=0.064 * (P - 1), assume_holds=P == 64 and eps >= 0.4, chance=0.5))
+                                assume_holds=P == 64 and eps >= 0.4, chance=0.5))
     return df_of(out)
 
 
-def test_counter_claim_reproduced_contradicted_inconclusive():
-    # 5 judged grid points: full agreement over 3 seeds (15 cells) cannot clear 0.95 (Wilson),
-    # over 80 seeds (400 cells) it does; seeds_needed says how many would
-    few = _claim_every_patch(counter_rows())
-    assert few.decision.verdict == I and few.decision.effect == 1.0 and few.decision.seeds_needed > 3
-    c = _claim_every_patch(counter_rows(seeds=80))
-    assert c.decision.verdict == R and "Disagreement with the paper" in c.decision.reason
-    assert c.decision.seeds_needed is None and few.decision.seeds_needed <= 80
-    assert c.evidence["robust_where_assumption_holds"] == 0.0  # P = 64, ε = β = 0.4: broken
-    # the attack fails where the bound says it wins, at every point: contradicted
-    assert _claim_every_patch(counter_rows(flip=lambda P, e: True)).decision.verdict == C
-    # one point (of 5 judged) disagrees, in every seed: agreement 0.8 over 15 cells, Wilson
-    # [0.55, 0.93] < 0.95 -> contradicted
-    assert _claim_every_patch(counter_rows(flip=lambda P, e: P == 8 and e == 0.1)).decision.verdict == C
-    assert _claim_every_patch(df_of([rows("timing")])).decision.verdict == NA
+def test_a2d_is_exploratory_and_judges_only_points_off_the_noise_corrected_margin():
+    few = claim_a2d(counter_rows())
+    assert few.kind == cl.EXPLORATORY and few.decision.verdict == I and few.decision.effect == 1.0
+    assert claim_a2d(counter_rows(seeds=80)).decision.verdict == R
+    assert claim_a2d(counter_rows(flip=lambda P, e: True)).decision.verdict == C
+    # P = 2, ε = 0.1: ratio 364.5, noise factor 1 + 3·(0.125/0.1)² = 5.69, corrected 64: judged
+    judged = claim_a2d(counter_rows()).evidence["grid_points_judged"]
+    assert judged == 5  # (8, 0.1): 91.1 / 5.69 = 16 judged; (64, 0.1): 11.4 / 5.69 = 2.0: at the margin
+    assert claim_a2d(df_of([rows("timing")])).decision.verdict == NA
 
 
 # -- the every-patch attack against its closed form (hand-set weights, float64) ---------------
@@ -233,143 +307,88 @@ def test_every_patch_bad_input():
                     torch.eye(4)[:2], 0.1, norm="l1")
 
 
-# -- claim 3 -------------------------------------------------------------------------------
+# -- A3 ---------------------------------------------------------------------------------------
 
-def eta_rows(law, missing=False, clip=0.1, etas=(15.0, 30.0, 60.0, 120.0), missing_seeds=(0,)):
+def eta_rows(law, missing=False, clip=0.8, etas=(5.0, 15.0, 60.0, 500.0), missing_seeds=(0,)):
     out = []
     for eta in etas:
         for s in range(3):
             cross = None if (missing and s in missing_seeds) else law(eta) * (1 + 0.03 * (s - 1))
+            c = clip(eta) if callable(clip) else clip
             out.append(final(experiment="main" if eta == 15.0 else "eta", method="gradient_step",
-                             eta_tilde=eta, seed=s, cross_step=cross, b_peak_step=10,
-                             clip_frac_v_phase1=clip(eta) if callable(clip) else clip,
-                             clip_frac_v_max=1.5 * (clip(eta) if callable(clip) else clip),
-                             clip_frac_phase1=0.01))
+                             eta_tilde=eta, seed=s, cross_step=cross, b_peak_step=10, clip_frac_v_phase1=c,
+                             clip_frac_v_max=c, clip_frac_v_before_cross=c, clip_frac_phase1=0.01,
+                             saturation_step=5.0 if c > 0.5 else None))
+    out += [std_final(s, cross_step=None) for s in range(3)]
     return df_of(out)
 
 
-def verdicts(df):
-    a, b = _claim_two_phases(df)
-    assert a.id == "A3a-two-phases" and b.id == "A3b-crossing-time-inverse-eta"
-    return a, b
-
-
-def test_claim3_reproduced_for_inverse_eta_law():
-    a, b = verdicts(eta_rows(lambda eta: 3000.0 / eta))
+def test_a3_reproduced_for_the_inverse_eta_law_on_saturated_runs():
+    a, b = claim_two_phases(eta_rows(lambda eta: 3000.0 / eta))
     assert a.decision.verdict == R and b.decision.verdict == R
-    sl = b.evidence["slope_unsaturated"]
-    assert sl["effect"] == pytest.approx(-1.0, abs=0.05) and sl["interval"][0] < -1.0 < sl["interval"][1]
+    assert a.control.verdict.verdict == C  # standard runs: no second phase
+    assert b.control.verdict.verdict != R  # η̃ permuted: the law is gone
+    assert b.evidence["slope_saturated"]["effect"] == pytest.approx(-1.0, abs=0.05)
 
 
-def test_claim3_contradicted_for_growing_crossing_time_or_missing_crossings():
-    a, b = verdicts(eta_rows(lambda eta: 5.0 * eta))
-    assert a.decision.verdict == R and b.decision.verdict == C
-    assert b.evidence["slope_unsaturated"]["effect"] == pytest.approx(1.0, abs=0.05)
-    a, _ = verdicts(eta_rows(lambda eta: 3000.0 / eta, missing=True))  # 8 of 12 cross: Wilson [0.39, 0.86]
-    assert a.decision.verdict == I and a.evidence["phases"]["effect"] == pytest.approx(8 / 12)
-    a, _ = verdicts(eta_rows(lambda eta: 3000.0 / eta, missing=True, missing_seeds=(0, 1)))
-    assert a.decision.verdict == C  # 4 of 12: the Wilson interval lies below 0.75
-
-
-def test_claim3_judges_the_slope_only_where_unsaturated():
-    # saturated at 60 and 120 (a plateau there): the slope is fitted on 15 and 30 only
-    law = lambda eta: 3000.0 / min(eta, 30.0)  # noqa: E731
-    _, b = verdicts(eta_rows(law, clip=lambda eta: 0.8 if eta > 30 else 0.1))
-    assert b.decision.verdict == R
-    assert b.evidence["regime_counts"] == {"unsaturated": 6, "saturated": 6}
-    assert b.evidence["slope_saturated"]["effect"] == pytest.approx(0.0, abs=0.05)
-    # everything saturated: the −1 law has no unsaturated run to be judged on
-    a, b = verdicts(eta_rows(law, clip=0.8))
-    assert a.decision.verdict == R and b.decision.verdict == NA
-    # inactive runs (the attack never reaches the ball) are not counted against the phases
-    a, b = verdicts(eta_rows(lambda eta: 3000.0 / eta, clip=lambda eta: 0.0 if eta < 20 else 0.1,
-                             missing=False))
-    assert b.evidence["regime_counts"]["inactive"] == 3
-    assert a.evidence["phases"]["n"] == 9 and a.evidence["phases"]["effect"] == 1.0
-    assert a.decision.verdict == I and a.decision.seeds_needed > 3  # 9 of 9: Wilson low 0.70 < 0.75
-
-
-def test_claim3_leaves_out_runs_whose_weights_diverged():
-    # crossing time rising with η̃, plus a run at η̃ = 150 that blew up within ten steps (the
-    # "crossing" is the blow-up): it must count neither as a second phase nor in the slope
-    base = eta_rows(lambda eta: 5.0 * eta)
-    a0, b0 = verdicts(base)
-    blown = df_of([final(experiment="eta", method="gradient_step", eta_tilde=150.0, seed=0, cross_step=10.0,
-                         b_peak_step=15, A=13.8, B=7.3, clip_frac_v_phase1=0.19, clip_frac_v_max=0.49,
-                         clip_frac_phase1=0.01)])
-    a, b = verdicts(pd.concat([base, blown], ignore_index=True))
-    assert 13.8 > DIVERGED and b.evidence["regime_counts"]["diverged"] == 1
-    assert b.evidence["diverged"]["cross_step"] == [10.0]
-    assert a.evidence["phases"]["n"] == a0.evidence["phases"]["n"]
-    assert b.evidence["slope_unsaturated"]["effect"] == pytest.approx(b0.evidence["slope_unsaturated"]["effect"])
+def test_a3b_needs_saturation_two_decades_and_a_rising_law_is_contradicted():
+    _, b = claim_two_phases(eta_rows(lambda eta: 5.0 * eta))
     assert b.decision.verdict == C
+    _, b = claim_two_phases(eta_rows(lambda eta: 3000.0 / eta, clip=0.2))  # today's runs: never saturated
+    assert b.decision.verdict == NA and "saturated: 12 of 12 excluded" in b.decision.reason
+    _, b = claim_two_phases(eta_rows(lambda eta: 3000.0 / eta, etas=(15.0, 30.0, 60.0, 120.0)))
+    assert b.decision.verdict == NA and "decades" in b.decision.reason  # 0.9 decades only
 
 
-def test_claim3_not_applicable_when_the_assumption_fails():
-    df = eta_rows(lambda eta: 3000.0 / eta).assign(assume_violations=VIOLATED)
-    assert all(c.decision.verdict == NA for c in _claim_two_phases(df))
+def test_a3a_counts_missing_crossings_and_excludes_inactive_and_diverged_runs():
+    a, _ = claim_two_phases(eta_rows(lambda eta: 3000.0 / eta, missing=True, missing_seeds=(0, 1)))
+    assert a.decision.verdict == C  # 4 of 12
+    df = eta_rows(lambda eta: 3000.0 / eta, clip=lambda eta: 0.0 if eta < 10 else 0.8)
+    blown = final(experiment="eta", method="gradient_step", eta_tilde=150.0, seed=0, cross_step=10.0, A=13.8, B=7.3,
+                  clip_frac_v_max=0.49, clip_frac_v_before_cross=0.49)
+    a, b = claim_two_phases(pd.concat([df, df_of([blown])], ignore_index=True))
+    exc = {e["premise"]: e["excluded"] for e in a.to_dict()["excluded"]}
+    assert exc == {"assumption-2.3": 0, "active": 3, "small-weights": 1} and 13.8 > DIVERGED
+    assert all(c.decision.verdict == NA for c in claim_two_phases(
+        eta_rows(lambda eta: 3000.0 / eta).assign(assume_violations=VIOLATED)))
 
 
-# -- claim 4 -------------------------------------------------------------------------------
+# -- A4 (self-check), A5 (exploratory) ------------------------------------------------------------
 
-def probe_rows(method, eps, experiment, shift=0.0):
-    out = []
-    for s in range(2):
-        for t in range(0, 20, 5):
-            out.append(rows("probe", seed=s, method=method, eps=eps, experiment=experiment, step=t,
-                            A=0.1 * t + s + (shift if t == 15 else 0.0), B=0.2 * t, loss=1.0 / (t + 1)))
-    return out
+def probe_rows(method, eps, diff=0.0):
+    return [rows("probe", seed=s, method=method, eps=eps, experiment="limit", step=t,
+                 A=0.1 * t + s + (diff if t == 15 else 0.0), B=0.2 * t, loss=1.0 / (t + 1))
+            for s in range(2) for t in range(0, 20, 5)]
 
 
-def test_claim4_compares_matching_runs():
-    ok = _claim_eps_zero(df_of(probe_rows("standard", 0.4, "main") + probe_rows("gradient_step", 0.0, "eps")))
-    assert ok.decision.verdict == R and ok.evidence["probes_compared"] == 8
-    bad = _claim_eps_zero(df_of(probe_rows("standard", 0.4, "main") + probe_rows("gradient_step", 0.0, "eps", 1e-3)))
-    assert bad.decision.verdict == C and bad.evidence["max_abs_diff"] == pytest.approx(1e-3)
-    assert _claim_eps_zero(df_of(probe_rows("gradient_step", 0.0, "eps"))).decision.verdict == NA
+def test_a4_self_check_at_vanishing_eps():
+    std = probe_rows("standard", 0.4)
 
-
-def test_claim4_ignores_standard_runs_with_other_settings():
-    std = [dict(r, d=32) for r in probe_rows("standard", 0.4, "main")]
-    c = _claim_eps_zero(df_of(std + probe_rows("gradient_step", 0.0, "eps")))
-    assert not c.passed and "missing" in c.evidence
+    def run(*pairs):
+        return claim_eps_limit(df_of(std + [r for eps, d in pairs for r in probe_rows("gradient_step", eps, d)]))
+    ok = run((1e-4, 3e-5), (1e-2, 1e-3))  # D ∝ ε^0.76, as measured
+    assert ok.kind == cl.SELF_CHECK and ok.decision.verdict == R and ok.evidence["order"] == pytest.approx(0.761, abs=1e-3)
+    assert run((1e-4, 1e-6), (1e-2, 1e-4)).evidence["order"] == pytest.approx(1.0)
+    assert run((1e-4, 0.4), (1e-2, 0.5)).decision.verdict == C  # barely moves: no convergence
+    growing = run((1e-4, 5e-3), (1e-2, 1e-3))
+    assert growing.decision.verdict == C and "does not shrink" in growing.decision.reason
+    assert run((1e-4, 0.0), (1e-2, 1e-3)).decision.verdict == C  # the ε > 0 path did not run
+    assert claim_eps_limit(df_of(probe_rows("gradient_step", 1e-4))).decision.verdict == NA
 
 
 @pytest.mark.filterwarnings("ignore::robustlab.data.patches.AssumptionWarning")
-def test_claim4_real_runs_reproduce_exactly():
-    tiny = dict(P=12, d=8, n_train=16, n_test=16, m=2, steps=12, probe_every=3, eval_every=6, eval_pgd_steps=1)
-    std = [FeatureLearningConfig(seed=s, experiment="main", method="standard", **tiny) for s in (0, 1)]
-    adv = [FeatureLearningConfig(seed=s, experiment="eps", method="gradient_step", eps=0.0, **tiny) for s in (0, 1)]
+def test_a4_real_runs_take_the_adversarial_path_and_converge():
+    tiny = dict(P=12, d=8, n_train=16, n_test=16, m=2, steps=12, probe_every=3, eval_every=6, eval_pgd_steps=1,
+                experiment="limit", span_steps=2, span_restarts=1)
     items = []
-    for cfgs in (std, adv):
+    for method, eps in (("standard", 0.4), ("gradient_step", 1e-4), ("gradient_step", 1e-2)):
+        cfgs = [FeatureLearningConfig(seed=s, method=method, eps=eps, **tiny) for s in (0, 1)]
         for cfg, out in zip(cfgs, run_points(cfgs, "cpu")):
-            items += [{**cfg.to_dict(), **r, "point": f"{cfg.experiment}-{cfg.seed}"} for r in out]
-    c = _claim_eps_zero(df_of(items))
-    assert c.passed and c.evidence["max_abs_diff"] == 0.0 and c.evidence["probes_compared"] == 2 * 5
+            items += [{**cfg.to_dict(), **r, "point": f"{method}-{eps}-{cfg.seed}"} for r in out]
+    c = claim_eps_limit(df_of(items))
+    worst = c.evidence["worst_diff_by_eps"]
+    assert c.passed and 0.0 < worst["0.0001"] < worst["0.01"]  # the adversarial path ran: not bit for bit
 
-
-@pytest.mark.filterwarnings("ignore::robustlab.data.patches.AssumptionWarning")
-def test_real_runs_record_clipping_threats_and_the_counter_experiment():
-    tiny = dict(P=12, d=8, n_train=16, n_test=16, m=2, steps=12, probe_every=3, eval_every=6, eval_pgd_steps=1)
-    adv = [FeatureLearningConfig(seed=s, experiment="main", method="gradient_step", **tiny) for s in (0, 1)]
-    out = run_points(adv, "cpu")
-    fin = [r for r in out[0] if r["kind"] == "final"][0]
-    assert 0.0 <= fin["clip_frac_v_phase1"] <= 1.0 and 0.0 <= fin["threat_linf_all"] <= 1.0
-    assert len([r for r in out[0] if r["kind"] == "clip"]) == 5
-    sweep = {r["eps_over_alpha"]: r for r in out[0] if r["kind"] == "eps_sweep"}
-    assert len(sweep) == 6
-    assert sweep[0.4]["every_patch_acc"] == fin["threat_linf_all"]  # the sweep's one threat, at ε = eval_eps
-    cnt = [FeatureLearningConfig(seed=s, experiment="counter", method="standard", P=64, eval_eps=0.4, n_test=32)
-           for s in (0, 1)]
-    row = run_points(cnt, "cpu")[0][0]
-    # P = 64 > (α/ε − 1)^3 = 3.4: the every-patch attack breaks the hand-set robust weights
-    assert row["bound_ratio"] == pytest.approx(1.5 ** 3 / 64) and row["threat_linf_all"] == 0.0
-    assert row["clean_acc"] == 1.0 and row["feature_acc"] == 1.0
-    few = [dataclasses.replace(c, P=2, eval_eps=0.1) for c in cnt]  # 9^3 / 2 >> 1: it survives
-    assert run_points(few, "cpu")[0][0]["threat_linf_all"] == 1.0
-
-
-# -- claim 5 -------------------------------------------------------------------------------
 
 def eps_rows(values):
     out = []
@@ -380,54 +399,56 @@ def eps_rows(values):
     return df_of(out)
 
 
-def test_claim5_increasing_spectrum_reproduced_and_reports_the_sign_change():
-    c = _claim_eps_spectrum(eps_rows([(0.0, -2.0), (0.2, -1.0), (0.4, 0.5), (0.5, 0.6), (0.7, 0.4)]))
-    assert c.decision.verdict == R
+def test_a5_exploratory_spectrum():
+    c = claim_eps_spectrum(eps_rows([(0.0, -2.0), (0.2, -1.0), (0.4, 0.5), (0.5, 0.6), (0.7, 0.4)]))
+    assert c.kind == cl.EXPLORATORY and c.decision.verdict == R
     assert c.evidence["sign_change_eps"] == pytest.approx(0.2 + 0.2 * 1.0 / 1.5, abs=1e-6)
-    lo, hi = c.evidence["sign_change_interval"]["interval"]
-    assert lo <= c.evidence["sign_change_eps"] <= hi
-    assert c.evidence["eps_max"] == 0.5  # 0.7 > alpha/2 is shown but not judged
+    assert c.evidence["eps_max"] == 0.5
+    assert claim_eps_spectrum(eps_rows([(0.0, 0.5), (0.2, 0.0), (0.4, -1.0), (0.5, -1.5)])).decision.verdict == C
+    assert claim_eps_spectrum(eps_rows([(0.0, 0.5), (0.2, 0.5)])).decision.verdict == NA
 
 
-def test_claim5_contradicted_inconclusive_and_missing():
-    assert _claim_eps_spectrum(eps_rows([(0.0, 0.5), (0.2, 0.0), (0.4, -1.0), (0.5, -1.5)])).decision.verdict == C
-    flat = [(0.0, 0.0), (0.2, 0.05), (0.4, -0.05), (0.5, 0.0)]
-    noisy = eps_rows(flat)
-    noisy["A_minus_B"] = noisy["A_minus_B"] + [0.3 * ((i * 7) % 5 - 2) for i in range(len(noisy))]
-    assert _claim_eps_spectrum(noisy).decision.verdict == I
-    assert _claim_eps_spectrum(eps_rows([(0.0, 0.5), (0.2, 0.5)])).decision.verdict == NA  # too few values
+# -- A6 ---------------------------------------------------------------------------------------
 
-
-# -- claim 6 -------------------------------------------------------------------------------
-
-def image_rows(std_rob, adv_rob, ilyas=0.35):
+def image_rows(std_rob, adv_rob, ilyas=0.35, pgd_clean=0.9, seeds=4):
     out = []
     for ds in ("digits", "mnist5k"):
-        for s in range(3):
-            for method, rob in (("standard", std_rob), ("pgd", adv_rob)):
+        for s in range(seeds):
+            for method, rob, clean in (("standard", std_rob, 0.9), ("pgd", adv_rob, pgd_clean)):
                 out.append(rows("image_final", seed=s, experiment="images", dataset=ds, method=method,
-                                clean_acc=0.9, robust_acc=rob + (0.02 * (s - 1) if method == "pgd" else 0.0),
-                                n_test=300, chance=0.1))
+                                clean_acc=clean, robust_acc=rob + 0.02 * (s - 1) * (method == "pgd")
+                                + 0.01 * ((s * 3) % 4 - 1.5) * (method == "standard"), n_test=300, chance=0.1))
             if ilyas is not None:
                 out.append(rows("ilyas", seed=s, experiment="images", dataset=ds, method="standard",
-                                ilyas_acc=ilyas, attack_success=0.5, chance=0.1, n_test=300))
+                                ilyas_acc=ilyas + 0.01 * s, attack_success=0.5, chance=0.1, n_test=300))
     return df_of(out)
 
 
-def test_claim6_verdicts():
-    c = _claim_images(image_rows(0.2, 0.6))
-    assert c.decision.verdict == R and c.evidence["digits"]["ilyas"]["interval"][0] > 0.1
-    assert _claim_images(image_rows(0.6, 0.2)).decision.verdict == C
-    assert _claim_images(image_rows(0.2, 0.6, ilyas=0.05)).decision.verdict == C
-    assert _claim_images(image_rows(0.2, 0.6, ilyas=None)).decision.verdict == I
-    assert _claim_images(image_rows(0.4, 0.4)).decision.verdict == I
+def test_a6_verdicts_seeds_as_units_and_the_placebo_control():
+    c = claim_images(image_rows(0.2, 0.6))
+    assert c.decision.verdict == R and c.evidence["digits"]["ilyas"]["n_seeds"] == 4
+    assert c.control.verdict.verdict != R  # standard vs standard: no gain by construction
+    assert claim_images(image_rows(0.6, 0.2)).decision.verdict == C
+    assert claim_images(image_rows(0.2, 0.6, ilyas=0.05)).decision.verdict == C
+    assert claim_images(image_rows(0.2, 0.6, ilyas=None)).decision.verdict == I
+    mirror = [rows("ilyas", seed=s, experiment="images", dataset="digits", method="pgd", ilyas_acc=0.12,
+                   attack_success=0.3, chance=0.1, n_test=300) for s in range(4)]
+    c = claim_images(pd.concat([image_rows(0.2, 0.6), df_of(mirror)], ignore_index=True))
+    assert c.decision.verdict == R and c.evidence["digits"]["mirror_from_pgd_model"]["effect"] == pytest.approx(0.12)
+    assert c.evidence["digits"]["ilyas"]["effect"] > 0.3  # the mirror rows do not enter the test itself
+
+
+def test_a6_excludes_a_pgd_model_that_did_not_train():
+    c = claim_images(image_rows(0.2, 0.6, pgd_clean=0.5))
+    assert c.decision.verdict == NA
+    assert c.to_dict()["excluded"] == [{"premise": "pgd-clean-comparable", "excluded": 8, "of": 8,
+                                        "detail": c.to_dict()["excluded"][0]["detail"]}]
 
 
 def test_all_claims_on_empty_results_are_not_applicable_not_crash():
     out = claims(df_of([rows("timing", seconds=1.0)]), None)
-    assert len(out) == 10 and all(c.decision.verdict == NA for c in out)
+    assert len(out) == 11 and all(c.decision.verdict == NA for c in out)
     assert all("not measured in this run" in c.decision.reason for c in out)
-    assert all(isinstance(c.evidence, dict) for c in out)
 
 
 # -- config and presets ---------------------------------------------------------------------
@@ -459,13 +480,14 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     assert get_study("feature-learning") is STUDY
     quick = plan(STUDY, preset="quick")
     # blocks at their own seed counts: main (2 methods), the active η̃ range, the images (2 datasets × 2 methods)
+    # (and A2c's attribution on hand-set weights: 3 points × 3 seeds; A4's limit: 4 points × 2 seeds)
     assert len(quick.points) == (46 * 3 + 2 * QUICK_MAIN_SEEDS + len(QUICK_ETA_ACTIVE) * QUICK_ETA_ACTIVE_SEEDS
-                                 + 4 * QUICK_IMAGE_SEEDS)
+                                 + 4 * QUICK_IMAGE_SEEDS + 3 * 3 + 4 * 2)
     # the claims about the end state and the crossing share one horizon (A4 pairs eps with main,
     # A5 pools eps with main, A3 pools eta with main)
     assert {p.steps for p in quick.points if p.experiment in ("main", "eps", "eta")} == {QUICK_STEPS}
     assert {p.experiment for p in quick.points} == {"main", "eta", "eps", "activation", "attack", "basis",
-                                                    "overlap", "counter", "images"}
+                                                    "overlap", "counter", "limit", "images"}
     assert len(plan(STUDY, preset="paper").points) > len(quick.points)
     from robustlab.data.patches import assumption_report
 
@@ -492,3 +514,17 @@ def test_weights_order_the_groups_by_their_work():
     assert _work(dataclasses.replace(img, image_size=14)) < _work(img)
     assert _work(dataclasses.replace(img, dataset="digits")) < _work(img)
     assert _work(dataclasses.replace(img, max_train=800)) < _work(img)
+
+
+def test_a2e_maps_the_region_robust_inside_span_v():
+    from robustlab.studies.feature_learning.claims import claim_a2e
+
+    pts = []
+    for eps in (0.4, 0.8):
+        for s in range(3):
+            robust = eps > 0.5
+            pts.append(adv_final(s, experiment="mechanism", eps=eps, span_v_acc=0.95 if robust else 0.05 + 0.01 * s))
+    c = claim_a2e(df_of(pts))
+    assert c.kind == cl.EXPLORATORY and c.decision.verdict == R
+    assert c.evidence["best_setting"]["eps"] == 0.8 and len(c.evidence["table"]) == 2
+    assert [r["eps"] for r in c.evidence["settings_robust_in_every_seed"]] == [0.8]

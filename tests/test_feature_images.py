@@ -78,3 +78,16 @@ def test_bad_image_spec(kw, field):
     with pytest.raises(ConfigError) as e:
         ImageTrainSpec(**kw)
     assert e.value.field == field
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_the_mirror_transfer_test_runs_on_the_pgd_model_only_when_asked():
+    from robustlab.studies.feature_learning import FeatureLearningConfig, run_points
+
+    tiny = dict(experiment="images", dataset="digits", epochs=1, max_train=120, max_test=60, image_pgd_steps=1,
+                ilyas_steps=1, image_final_pgd_steps=2)
+    for mirror, expect in ((False, 0), (True, 1)):
+        cfgs = [FeatureLearningConfig(seed=s, method="pgd", ilyas_mirror=mirror, **tiny) for s in (0, 1)]
+        rows = run_points(cfgs, "cpu")[0]
+        il = [r for r in rows if r["kind"] == "ilyas"]
+        assert len(il) == expect and all(0.0 <= r["ilyas_acc"] <= 1.0 for r in il)

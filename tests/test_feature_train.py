@@ -138,6 +138,65 @@ def test_crossing_step():
     assert crossing_step(steps, torch.tensor([.1, .1, .3, .5, .6]), torch.tensor([.1, .4, .4, .4, .4])) == 15.0
     assert crossing_step(steps, torch.tensor([.2, .3, .4, .5, .6]), torch.tensor([.1, .1, .1, .1, .1])) is None
     assert crossing_step(steps, torch.tensor([.0, .1, .2, .2, .2]), torch.tensor([.1, .4, .4, .4, .4])) is None
+    # a flat B has no first phase to end (B never reaches 3·B(0)), whatever A does
+    assert crossing_step(steps, torch.tensor([.05, .1, .3, .5, .6]), torch.tensor([.1, .12, .11, .1, .1])) is None
+    # a crossing that reverts is not one; the lasting one counts
+    assert crossing_step(steps, torch.tensor([.1, .1, .5, .3, .6]), torch.tensor([.1, .4, .4, .4, .4])) == 20.0
+    assert crossing_step(steps, torch.tensor([.1, .1, .5, .5, .3]), torch.tensor([.1, .4, .4, .4, .4])) is None
+
+
+def _onehot_features(k, d, E=1):
+    eye = torch.eye(d, dtype=torch.float64)
+    return eye[:k].expand(E, k, d).clone(), eye[k:2 * k].expand(E, k, d).clone()
+
+
+@pytest.mark.parametrize("which", ["u", "v"])
+def test_span_pgd_breaks_v_weights_and_cannot_touch_u_weights(which):
+    from robustlab.attacks.every_patch import span_pgd
+
+    k, m, d, P, N = 2, 2, 8, 10, 16
+    u, v = _onehot_features(k, d)
+    g = torch.Generator().manual_seed(0)
+    y = torch.randint(0, k, (1, N), generator=g)
+    x = 0.05 * torch.randn(1, N, P, d, generator=g, dtype=torch.float64)
+    x[..., 0, :] += u[0][y[0]]  # one robust patch (α = 1), the rest non-robust (β = 0.4)
+    x[..., 1:, :] += 0.4 * v[0][y[0]].unsqueeze(1)
+    model = PatchCNN(1, k, m, d, sigma0=0.0, dtype=torch.float64)
+    feat = u if which == "u" else v
+    with torch.no_grad():
+        model.W.copy_(0.5 * feat[0].view(1, k, 1, d).expand(1, k, m, d))
+    with torch.no_grad():
+        clean = model(x)
+    x_adv, margin = span_pgd(model, x, y, v, 0.4, steps=20, restarts=2, generators=[torch.Generator().manual_seed(1)])
+    delta = (x_adv - x)[0]
+    assert delta[..., :k].abs().max() == 0 and delta[..., 2 * k:].abs().max() == 0  # inside span{v} only
+    assert delta.abs().max() <= 0.4 + 1e-12
+    if which == "u":  # the robust-feature weights do not see span{v}: margins unchanged
+        true = clean.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+        assert torch.allclose(margin, true - clean.scatter(-1, y.unsqueeze(-1), -1e9).max(-1).values)
+        assert bool((margin > 0).all())
+    else:  # ε = β: the swap erases v_y and plants v_j on every patch
+        assert bool((margin < 0).all())
+
+
+def test_span_margin_gradient_matches_autograd():
+    from robustlab.attacks.every_patch import _span_margin
+
+    E, k, m, d, P, N = 2, 3, 2, 8, 4, 5
+    g = torch.Generator().manual_seed(3)
+    model = PatchCNN(E, k, m, d, sigma0=0.5, dtype=torch.float64, generators=[g, g])
+    z0 = torch.randn(E, N, P, k * m, generator=g, dtype=torch.float64)
+    fw = torch.randn(E, k, k * m, generator=g, dtype=torch.float64)
+    y = torch.randint(0, k, (E, N), generator=g)
+    c = (0.3 * torch.randn(E, N, P, k, generator=g, dtype=torch.float64)).requires_grad_(True)
+    cls = torch.arange(k * m) // m
+    margin, grad = _span_margin(model, z0, c.detach(), fw, y, cls, with_grad=True)
+    z = z0 + torch.einsum("enpj,ejK->enpK", c, fw)
+    logits = model.act(z).view(E, N, P, k, m).sum(dim=(2, 4))
+    true = logits.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+    ref = true - logits.scatter(-1, y.unsqueeze(-1), -1e9).max(-1).values
+    (ref_grad,) = torch.autograd.grad(ref.sum(), c)
+    assert torch.allclose(margin, ref.detach()) and torch.allclose(grad, ref_grad, atol=1e-10)
 
 
 def _hand_model(spec, feats, which, a, E=1):

@@ -1,4 +1,4 @@
-"""The patch distribution of the feature-learning paper: roles, features, determinism, Assumption 2.3 report."""
+"""The patch distribution of the feature-learning paper (ICLR 2025): roles, features, determinism, Assumption 2.3 report."""
 
 import math
 import warnings

@@ -53,6 +53,7 @@ def test_reuse_replaces_a_failed_point_and_takes_only_matching_configs(tmp_path)
     key = next(iter(done))
     with Store(b / "store.sqlite") as s:
         s.conn.execute("UPDATE points SET status='failed', rows='[]', reason='boom' WHERE key=?", (key,))
+    (b / "results.jsonl").unlink()  # (a crashed run never wrote that point's rows there)
     assert _run(b, "--grid", "lr=0.1,0.3", "--set", "epochs=12", "--reuse", str(a)) == 0
     m = json.loads((b / "manifest.json").read_text())
     assert "reused" not in m  # a's points have epochs at the default: none is b's

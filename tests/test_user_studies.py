@@ -87,7 +87,7 @@ def test_file_study_runs_in_worker_processes(tmp_path):
     assert m["study"] == "gauss-mean"
     assert m["study_origin"] == {"kind": "file", "path": str(path.resolve())}
     assert m["request"]["study"] == str(path)
-    assert run.claims[0]["passed"]
+    assert run.claim_dicts[0]["passed"]
 
 
 def test_file_study_cli_with_workers_and_list(tmp_path):

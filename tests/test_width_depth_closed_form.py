@@ -30,7 +30,8 @@ def _rows(arch: str = "fcn") -> pd.DataFrame:
                 p = perturbation_stability(Flat(net.member(s), 1), x, eps)
                 rows.append({"kind": "final", "init": init, "depth": L, "width": m, "seed": s, "d": d, "eps": eps,
                              "outputs": k, "arch": arch, "gamma": 2.0, "stability_init": p, "stability": p,
-                             "trained": True, "train_acc": 0.1, "test_acc": 0.1, "train_loss": 2.3})
+                             "trained": True, "train_acc": 0.1, "test_acc": 0.1, "train_loss": 2.3,
+                             "fd_ratio_init": 1.0, "point": f"{init}|{L}", "output": "multi"})
     return pd.DataFrame(rows)
 
 
@@ -68,7 +69,7 @@ def test_depth_claim_carries_the_mechanism():
     claim = W.claim_depth_at_init(_rows())
     assert "Closed form" in claim.evidence["mechanism"]
     assert claim.evidence["he_vs_lecun_same_seed"]["pairs"] == 12
-    parts = [v for k, v in claim.evidence.items() if k.startswith("he_m")]
+    parts = [v for k, v in claim.evidence["parts"].items() if k.startswith("he_m")]
     assert parts and all("closed_form" in p for p in parts)
 
 
@@ -80,18 +81,19 @@ def test_series_splits_on_a_list_valued_field():
     assert labels == ["[classes=[0, 1]]", "[classes=[]]"]
 
 
-def test_flat_closed_form_makes_an_inconclusive_he_part_undecidable_by_seeds():
-    """He at initialisation, measured around its flat expectation: the part is inconclusive and
-    says no seed count decides it (seeds_needed None), rather than quoting a formula's number."""
+def test_flat_closed_form_is_decided_inside_its_band_and_the_swapped_band_fails():
+    """He at initialisation measured around its flat expectation (±10 %) with 8 networks per
+    depth: its slope of log E P lies inside 0 ± 0.15 (reproduced), and LeCun's band (ln ½ ± 0.15),
+    the control, reads contradicted."""
     rows = []
     for L in (2, 3, 4, 5):
-        for s in range(4):
+        for s in range(8):
             want = expected_stability_at_init("he", d=6, width=32, depth=L, k=3, eps=0.1)
             p = want * (1 + 0.1 * (-1) ** (s + L))
             rows.append({"kind": "final", "init": "he", "depth": L, "width": 32, "seed": s, "d": 6, "eps": 0.1,
                          "outputs": 3, "arch": "fcn", "gamma": 2.0, "stability_init": p, "stability": p,
-                         "trained": True, "train_acc": 0.1, "test_acc": 0.1, "train_loss": 2.3})
-    verdict, ev = W._depth_parts(pd.DataFrame(rows), "stability_init", need_trained=False)
-    part = ev["he_m32"]
-    assert part["verdict"] == "inconclusive" and part["seeds_needed"] is None
-    assert "flat in depth" in part["reason"] and part["closed_form_slope"] == pytest.approx(0.0, abs=1e-9)
+                         "fd_ratio_init": 1.0, "point": f"he|{L}", "output": "multi"})
+    c = W.claim_depth_at_init(pd.DataFrame(rows))
+    part = c.evidence["parts"]["he_m32"]
+    assert part["verdict"] == "reproduced" and part["closed_form_slope"] == pytest.approx(0.0, abs=1e-9)
+    assert c.decision.verdict == "reproduced" and c.control.verdict.verdict == "contradicted"

@@ -46,8 +46,12 @@ def test_cross_field_rules():
         W.WidthDepthInitConfig(dataset="digits", size=12)
     with pytest.raises(ConfigError):
         W.WidthDepthInitConfig(classes=(3,))
-    with pytest.raises(ConfigError, match="target_loss"):
-        W.WidthDepthInitConfig(stop_at_target=True, target_loss=0.0)
+    with pytest.raises(ConfigError, match="target_acc > 0 or target_loss"):
+        W.WidthDepthInitConfig(stop_at_target=True, target_loss=0.0, target_acc=0.0)
+    with pytest.raises(ConfigError, match="target_acc"):
+        W.WidthDepthInitConfig(target_acc=1.5)
+    with pytest.raises(ConfigError, match="init_draws"):
+        W.WidthDepthInitConfig(arch="cnn", init_draws=3)
     W.WidthDepthInitConfig(output="single", classes=(0, 1))  # fine
 
 
@@ -145,7 +149,7 @@ def test_probe_keeps_the_step_shapes_and_its_lengths_differ_only_in_steps():
         assert (a.width, a.depth, a.init, a.batch_size, a.lr, a.classes, a.output) == \
             (c.width, c.depth, c.init, c.batch_size, c.lr, c.classes, c.output)
         assert a.n_train == b.n_train == min(W._n_train(c), W.PROBE_BATCHES * c.batch_size)
-        assert a.mc_samples == 0 and a.target_loss == 0 and a.early_epoch == 0 and a.n_test == 16
+        assert a.mc_samples == 0 and a.target_loss == 0 and a.target_acc == 0 and a.early_epoch == 0 and a.n_test == 16
         if a.n_train == W.PROBE_BATCHES * c.batch_size:
             assert (a.epochs, b.epochs) == (1, 2)
             per_step = W.point_flops(c) / c.epochs / (W._n_train(c) / c.batch_size)
@@ -157,7 +161,7 @@ def test_probe_keeps_the_step_shapes_and_its_lengths_differ_only_in_steps():
 
 def test_run_points_rows_and_mc_against_exact():
     out = W.run_points(cfgs(2, width=16, depth=2, init="he", mc_samples=400, mc_points=20, mc_width=16,
-                            target_loss=1.5))
+                            target_loss=1.5, target_acc=0.0))
     assert len(out) == 2
     for rows in out:
         epochs = [r for r in rows if r["kind"] == "epoch"]
@@ -171,6 +175,11 @@ def test_run_points_rows_and_mc_against_exact():
         assert 0 <= final["train_acc"] <= 1 and final["n_train"] == 60
         if final["reached_target"]:
             assert final["train_loss_at_target"] <= 1.5 and final["epoch_at_target"] <= 4
+            assert final["kappa_at_target"] == epochs[final["epoch_at_target"] - 1]["kappa"]
+        else:  # never reached: nothing measured there, no end-of-schedule value in its place
+            assert final["stability_at_target"] is None and final["kappa_at_target"] is None
+        for k in ("fd_ratio", "fd_ratio_init"):  # the finite difference against the linear formula
+            assert 0.5 < final[k] < 1.5, (k, final[k])
         z = (final["mc_stability"] - final["mc_exact"]) / final["mc_stderr"]
         assert abs(z) < 4.5, z
         json.dumps(rows)  # rows are JSON-able
@@ -192,19 +201,26 @@ def test_divergence_becomes_a_numerical_error():
 
 def test_tiny_sweep_writes_claims_and_figures(tmp_path):
     study = W.STUDY.__class__(**{**W.STUDY.__dict__, "presets": {"tiny": Preset(
-        {**TINY, "mc_samples": 50, "mc_points": 10, "mc_width": 8, "target_loss": 1.0},
+        {**TINY, "mc_samples": 50, "mc_points": 10, "mc_width": 8, "target_loss": 1.0, "target_acc": 0.0},
         ({"init": ["he", "lecun"], "depth": [2, 3], "width": [2, 8, 32]},
          {"init": ["small"], "depth": [2], "width": [8, 32], "lr": [0.3]}), n_seeds=2)}})
     p = plan(study, preset="tiny")
     summary = execute(p, tmp_path / "run", SweepOptions(quiet=True))
     claims = {c["id"]: c for c in summary["claims"]}
-    assert set(claims) == {"width-peak", "width-peak-n-train", "depth-init-at-init", "depth-init-trained", "nonlazy-width-early",
-                           "nonlazy-width", "kappa", "mc-identity"}
+    assert set(claims) == {"width-peak", "width-peak-n-train", "depth-init-at-init", "depth-init-trained",
+                           "depth-lecun-nonlazy", "nonlazy-width-early", "nonlazy-width", "kappa", "mc-identity"}
+    assert claims["mc-identity"]["kind"] == "self-check" and claims["depth-lecun-nonlazy"]["kind"] == "exploratory"
+    assert all(c["control"] for c in claims.values() if c["kind"] == "claim" and c["verdict"] != "not applicable")
     assert not summary["problems"], summary["problems"]
     # 50 draws at 10 points: too few to place the estimate inside the ±5 % band, never outside it
     assert claims["mc-identity"]["verdict"] != "contradicted", claims["mc-identity"]["evidence"]
     figs = {f.name for f in (tmp_path / "run" / "figures").iterdir()}
-    assert {"stability_vs_width.png", "stability_vs_depth.png", "lazy_vs_nonlazy.png", "kappa.png"} <= figs
+    # 4 epochs on 60 digits: no network reaches the loss target, so nothing is drawn at equal fit
+    # (no end-of-schedule value stands in for it); the end of the schedule is drawn as its own
+    assert {"stability_vs_width_end.png", "stability_vs_depth_end.png", "lazy_vs_nonlazy_end.png", "kappa.png"} <= figs
+    assert "stability_vs_width.png" not in figs
+    assert claims["width-peak"]["excluded"][0] == {"premise": "equal-fit", "excluded": 24, "of": 24,
+                                                    "detail": W.PREMISES["equal-fit"].description}
     assert (tmp_path / "run" / "report.html").exists()
 
 
@@ -226,7 +242,7 @@ def test_at_target_values_of_the_copies_that_stopped_equal_their_final_values():
     copies reaching it in that epoch; the copy is frozen from then on, so the full ensemble's
     final measurement must give the same numbers (the sub-ensemble is not another network)."""
     out = W.run_points(cfgs(5, width=32, depth=2, init="he", epochs=30, decay_start=0, lr=0.1, batch_size=10,
-                            target_loss=0.6, stop_at_target=True))
+                            target_loss=0.6, target_acc=0.0, stop_at_target=True))
     finals = [rows[-1] for rows in out]
     epochs = [f["epoch_at_target"] for f in finals if f["reached_target"]]
     assert len(epochs) >= 3 and len(set(epochs)) >= 2, f"copies must stop at different epochs: {epochs}"
@@ -265,9 +281,10 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
     from robustlab.sweep import checkpoint
 
     args = ["run", "width-depth-init", "--grid", "width=16", "--grid", "depth=3", "--grid", "init=he",
-            "--grid", "lr=0.1", "--seeds", "2", "--workers", "1", "--quiet",
+            "--grid", "lr=0.1,0.05", "--seeds", "2", "--workers", "1", "--quiet",
             *[a for kv in ("dataset=digits", "size=8", "n_train=60", "n_test=40", "epochs=6", "batch_size=20",
-                           "mc_samples=0", "target_loss=0", "early_epoch=0") for a in ("--set", kv)]]
+                           "mc_samples=0", "target_loss=0", "early_epoch=0", "init_draws=0", "output=multi",
+                           "gamma=2", "classes=") for a in ("--set", kv)]]  # one block of the preset, two rates: 2 groups
     out, clean = tmp_path / "killed", tmp_path / "clean"
     res = subprocess.run([sys.executable, "-c", _DIES_AFTER_TWO_SAVES, *args, "--out", str(out)],
                          capture_output=True, text=True, timeout=300)

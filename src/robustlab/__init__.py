@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import _userfiles
-from .api import Run, rerun, run
+from .api import Run, compare, rerun, run, runs
 from .config import ConfigError, UserError
 
 __version__ = "0.1.0"
@@ -11,7 +11,20 @@ __version__ = "0.1.0"
 # Study files loaded by path must import again, by name, in worker processes (see _userfiles).
 _userfiles.install()
 
-__all__ = ["load", "run", "rerun", "Run", "UserError", "ConfigError", "__version__"]
+__all__ = ["load", "run", "rerun", "runs", "compare", "evaluate", "Evaluation", "Normalized", "Run",
+           "UserError", "ConfigError", "__version__"]
+
+# imported on first use: `import robustlab` stays free of torch (the CLI starts fast)
+_LAZY = {"evaluate": None, "Evaluation": "Evaluation", "Normalized": "Normalized"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(".evaluate", __name__)  # callable: robustlab.evaluate(...)
+        return module if _LAZY[name] is None else getattr(module, _LAZY[name])
+    raise AttributeError(f"module 'robustlab' has no attribute {name!r}")
 
 
 def load(out):

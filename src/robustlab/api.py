@@ -22,7 +22,7 @@ from typing import Any
 from . import records
 from .config import ConfigError, UserError
 
-__all__ = ["Run", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
+__all__ = ["Run", "runs", "compare", "Comparison", "claims_frame", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
            "grid_args", "results_differ"]
 
 
@@ -31,12 +31,41 @@ def default_out(name: str) -> Path:
     return Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
+CLAIM_COLUMNS = ["id", "kind", "verdict", "effect", "interval_lo", "interval_hi", "threshold", "side", "n",
+                 "seeds", "seeds_needed", "method", "control_verdict", "excluded", "reason", "statement"]
+
+
+def claims_frame(claims: list[dict[str, Any]]):
+    """Claim dicts (claims.json) as a DataFrame, one row per claim (:data:`CLAIM_COLUMNS`).
+
+    ``interval`` is split into ``interval_lo``/``interval_hi``; ``control_verdict`` is the
+    verdict of the claim's control (None without one); ``excluded`` counts the excluded points."""
+    import pandas as pd
+
+    from .report.html import kind_of, verdict_of
+
+    rows = []
+    for c in claims:
+        iv = c.get("interval") if isinstance(c.get("interval"), list | tuple) and len(c["interval"]) == 2 else (None, None)
+        control = c.get("control") if isinstance(c.get("control"), dict) else None
+        excluded = c.get("excluded") or []
+        rows.append({"id": c.get("id"), "kind": kind_of(c), "verdict": verdict_of(c), "effect": c.get("effect"),
+                     "interval_lo": iv[0], "interval_hi": iv[1], "threshold": c.get("threshold"),
+                     "side": c.get("side"), "n": c.get("n"), "seeds": c.get("seeds"),
+                     "seeds_needed": c.get("seeds_needed"), "method": c.get("method"),
+                     "control_verdict": verdict_of(control) if control else None,
+                     "excluded": sum(int(e.get("excluded", 0)) for e in excluded if isinstance(e, dict)),
+                     "reason": c.get("reason"), "statement": c.get("statement")})
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
 @dataclasses.dataclass
 class Run:
     """A finished run directory: ``out``, its results, claims, figures and report.
 
     ``results`` is read from the store on first use (a pandas DataFrame, one row per result
-    row, as :func:`robustlab.load` returns); ``claims`` are the dicts of claims.json.
+    row, as :func:`robustlab.load` returns); ``claims`` is a DataFrame, one row per claim
+    (:func:`claims_frame`), and ``claim_dicts`` the dicts of claims.json as written.
     """
 
     out: Path
@@ -49,10 +78,14 @@ class Run:
         return load(self.out)
 
     @property
-    def claims(self) -> list[dict[str, Any]]:
+    def claim_dicts(self) -> list[dict[str, Any]]:
         if "claims" in self.summary:
             return self.summary["claims"]
         return records.read_json(self.out / "claims.json")
+
+    @property
+    def claims(self):
+        return claims_frame(self.claim_dicts)
 
     @property
     def figures(self) -> list[Path]:
@@ -70,12 +103,14 @@ class Run:
     def failures(self) -> list[dict[str, Any]]:
         return list(self.summary.get("failures", []))
 
-    def _repr_html_(self) -> str:  # a notebook shows the claim table
+    def _repr_html_(self) -> str:  # a notebook shows the claim table, every text escaped
+        from html import escape
+
         from .report.html import verdict_of
 
-        rows = "".join(f"<tr><td>{c['id']}</td><td>{verdict_of(c)}</td>"
-                       f"<td>{c['statement']}</td></tr>" for c in self.claims)
-        return f"<p>run {self.out}</p><table>{rows}</table>"
+        rows = "".join(f"<tr><td>{escape(str(c.get('id')))}</td><td>{escape(verdict_of(c))}</td>"
+                       f"<td>{escape(str(c.get('statement', '')))}</td></tr>" for c in self.claim_dicts)
+        return f"<p>run {escape(str(self.out))}</p><table>{rows}</table>"
 
 
 def value_text(key: str, value: Any) -> str:
@@ -108,10 +143,11 @@ def grid_args(grid: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
 def prepare_run(study: str, *, preset: str = "quick", sets: Mapping[str, Any] | None = None,
                 grids: Mapping[str, Any] | Sequence[str] | None = None, seed: int | None = None,
                 seeds: int | None = None, out: str | Path | None = None, data_dir: str | None = None,
-                resume: bool = False):
-    """Resolve and plan one study (everything validated, nothing written): ``(plan, out)``."""
+                resume: bool = False, max_points: int | None = None):
+    """Resolve and plan one study (everything validated, nothing written): ``(plan, out)``.
+    ``max_points``: the cap on the grid's size (default :data:`robustlab.studies.base.MAX_POINTS`)."""
     from .studies import get_study
-    from .studies.base import plan
+    from .studies.base import MAX_POINTS, plan
 
     st = get_study(study)
     sets = {k: value_text(k, v) for k, v in (sets or {}).items()}
@@ -121,7 +157,8 @@ def prepare_run(study: str, *, preset: str = "quick", sets: Mapping[str, Any] | 
         if not Path(data_dir).is_dir():
             raise UserError(f"--data-dir {data_dir!r} is not allowed: no such directory")
         sets["data_dir"] = str(data_dir)
-    p = plan(st, preset=preset, sets=sets, grids=grid_args(grids), seed=seed, n_seeds=seeds)
+    p = plan(st, preset=preset, sets=sets, grids=grid_args(grids), seed=seed, n_seeds=seeds,
+             max_points=MAX_POINTS if max_points is None else max_points)
     p.request["study"] = study  # as given: a name, or the path of a file
     out = Path(out) if out is not None else default_out(st.name)
     if resume and not (out / "manifest.json").exists():
@@ -164,9 +201,10 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
     local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
-    from .sweep.runner import SweepOptions, default_workers
+    from .sweep.runner import SweepOptions, check_threads, default_workers
     from .utils import resolve_device
 
+    check_threads(threads)
     resolve_device(device)
     if ray_address and backend != "ray":
         raise UserError("ray_address is not allowed without backend='ray'")
@@ -254,7 +292,7 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     src = Path(src)
     if not (src / "manifest.json").is_file():
         raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json)")
-    manifest = records.read_json(src / "manifest.json")
+    manifest = records.read_manifest(src / "manifest.json")
     study = external.from_manifest(manifest, get_study)
     p = plan_from_manifest(study, manifest)
     if options is None:
@@ -263,6 +301,9 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     # what decides the bits comes from the record; how it runs (workers, backend) may differ
     options = dataclasses.replace(options, threads=int(manifest.get("threads", 1)),
                                   device=manifest.get("device", "cpu"))
+    from .sweep.runner import check_threads
+
+    check_threads(options.threads)  # a manifest pinning more threads than this machine has
     out = Path(out) if out is not None else default_out(f"{study.name}-rerun")
     if out.resolve() == src.resolve():
         raise UserError(f"--out {str(out)!r} is not allowed: it is the run being re-run; choose a new one")
@@ -303,3 +344,77 @@ def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]
 
 
 _MISSING = object()
+
+
+# ----------------------------------------------------------------------------------------
+# looking across runs from Python
+
+def runs(root: str | Path = "runs"):
+    """Every run directory under ``root`` (searched recursively; the studies of a reproduce
+    directory included) as a DataFrame, one row per run, sorted by start time: ``path, study,
+    preset, set, grid, seeds, n_points, device, code``, the tally of its paper claims'
+    verdicts (``reproduced, contradicted, inconclusive, not_applicable``), ``self_checks`` and
+    ``self_checks_failed``,
+    ``started``, ``finished`` and ``seconds`` (the sweep's wall time). A directory that is not
+    readable as a run is skipped. ``UserError`` when ``root`` is not a directory."""
+    import pandas as pd
+
+    from .report.compare import _code_text, _seeds_text
+    from .report.html import kind_of, verdict_of
+
+    root = Path(root)
+    if not root.is_dir():
+        raise UserError(f"root={str(root)!r} is not allowed: no such directory")
+    rows = []
+    for mpath in sorted(root.rglob("manifest.json")):
+        try:
+            m = records.read_json(mpath)
+            claims = records.read_json(mpath.parent / "claims.json") if (mpath.parent / "claims.json").is_file() else []
+        except (OSError, ValueError, UserError):  # damaged or unreadable: not a run to list
+            continue
+        if not isinstance(m, dict) or "study" not in m or not isinstance(claims, list):
+            continue
+        req = m.get("request") or {}
+        tally = {v: 0 for v in ("reproduced", "contradicted", "inconclusive", "not applicable")}
+        for c in claims:
+            if isinstance(c, dict) and kind_of(c) == "claim":
+                tally[verdict_of(c)] += 1
+        rows.append({"path": str(mpath.parent), "study": m["study"], "preset": m.get("preset"),
+                     "set": ", ".join(f"{k}={v}" for k, v in (req.get("set") or {}).items()),
+                     "grid": "; ".join(req.get("grid") or []), "seeds": _seeds_text(list(m.get("seeds") or [])),
+                     "n_points": m.get("n_points"), "device": m.get("device"), "code": _code_text(m),
+                     **{k.replace(" ", "_"): n for k, n in tally.items()},
+                     "self_checks": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"),
+                     "self_checks_failed": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"
+                                               and verdict_of(c) == "contradicted"),
+                     "started": m.get("started"), "finished": m.get("finished"),
+                     "seconds": (m.get("sweep") or {}).get("seconds")})
+    cols = ["path", "study", "preset", "set", "grid", "seeds", "n_points", "device", "code", "reproduced",
+            "contradicted", "inconclusive", "not_applicable", "self_checks", "self_checks_failed", "started", "finished", "seconds"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values("started", kind="stable", na_position="last").reset_index(drop=True)
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Two runs side by side (:func:`compare`): ``config``, the recorded settings that differ (a
+    DataFrame ``study, field, a, b``; empty when they agree), and ``claims``, one row per claim
+    (``study, claim, verdict_a, verdict_b, effect_a, effect_b, interval_a, interval_b, changed,
+    apart``); ``text`` is what ``robustlab compare`` prints."""
+
+    config: Any
+    claims: Any
+    text: str = dataclasses.field(repr=False, default="")
+
+    def _repr_html_(self) -> str:
+        return ("<p>configuration differences</p>" + self.config.to_html(index=False, escape=True)
+                + "<p>claims</p>" + self.claims.to_html(index=False, escape=True))
+
+
+def compare(a: str | Path, b: str | Path) -> Comparison:
+    """Two runs (or reproduce directories) side by side, as ``robustlab compare`` shows them:
+    a :class:`Comparison` holding two DataFrames, ``config`` and ``claims``."""
+    from .report.compare import claims_table, compare_dirs, compare_text, config_table
+
+    sa, sb, rows = compare_dirs(a, b)
+    return Comparison(config_table(sa, sb), claims_table(rows), compare_text(sa, sb, rows))

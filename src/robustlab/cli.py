@@ -1,4 +1,4 @@
-"""The robustlab command line: list, run, reproduce, report, compare.
+"""The robustlab command line: list, run, reproduce, report, compare, new, rerun, evaluate, export.
 
 The only module that reads sys.argv. A user's mistake (bad key, value, preset, study,
 grid, path) prints one line ``robustlab: error: ...`` and exits 2, before any run
@@ -31,6 +31,8 @@ def _kv(items: list[str], flag: str) -> dict[str, str]:
         if "=" not in item:
             raise UserError(f"{flag} {item!r} is not allowed: expected key=value")
         k, v = item.split("=", 1)
+        if k.strip() in out:  # the earlier value would be dropped silently
+            raise UserError(f"{flag} {k.strip()} is given twice ({out[k.strip()]!r} and {v!r}): give it once")
         out[k.strip()] = v
     return out
 
@@ -84,6 +86,10 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("-v", "--verbose", action="store_true", help="print every claim with its evidence")
     p.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    p.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="refuse a grid of more points than this (default 100000), before it is expanded")
+    p.add_argument("--allow-mixed-code", action="store_true",
+                   help="resume a run whose points were computed by other code (recorded in the manifest)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the number of points and an estimated wall time (from timing a few "
                         "of them in a temporary directory); write nothing")
@@ -127,8 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
     p_report.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     p_report.add_argument("-v", "--verbose", action="store_true", help="print every claim with its evidence")
+    p_report.add_argument("--force", action="store_true",
+                          help="rewrite results.jsonl, claims.json and report.html even from a store holding "
+                               "fewer rows than they do")
     _add_lab_commands(sub)
     _add_compare(sub)
+    _add_evaluate_export(sub)
     return parser
 
 
@@ -177,16 +187,25 @@ def workers_line(options) -> str:
 
 
 def _sweep_options(args: argparse.Namespace):
-    from .sweep.runner import SweepOptions
+    from .sweep.runner import SweepOptions, check_threads
     from .utils import resolve_device
 
     _resolve_workers(args)
+    check_threads(args.threads)
     resolve_device(args.device)  # validate now, before anything is written
     if args.ray_address and args.backend != "ray":
         raise UserError("--ray-address is not allowed without --backend ray")
     return SweepOptions(backend=args.backend, workers=args.workers, device=args.device,
                         ray_address=args.ray_address, quiet=args.quiet, threads=args.threads,
-                        retry_failed=args.retry_failed)
+                        retry_failed=args.retry_failed, isolate=_isolate(args))
+
+
+def _isolate(args: argparse.Namespace) -> bool:
+    """On the command line (``main()`` reading sys.argv), one local worker still runs the points
+    in a worker process: a point that kills its process is then a failed point and one line, not
+    a dead robustlab. ``main([...])`` called from Python keeps them in its own process (a
+    debugger, a monkeypatched study), as :func:`robustlab.run` does."""
+    return args.backend == "local" and getattr(args, "from_sys_argv", False)
 
 
 def _fmt_seconds(s: float) -> str:
@@ -200,6 +219,9 @@ def _fmt_seconds(s: float) -> str:
 def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = None) -> int:
     """--dry-run: points, groups and an estimated wall time per study; nothing written.
     ``skips``: per plan, the keys of points the run would not compute (resumed or reused)."""
+    import dataclasses
+
+    options = dataclasses.replace(options, isolate=False)  # timings of the points, not of a worker's start
     from .studies.estimate import estimate
 
     print(f"{what} --dry-run ({workers_line(options)}): timing a few points of each study in a "
@@ -292,7 +314,7 @@ def _early_workers(args: argparse.Namespace) -> None:
     """With --workers N, start the workers' fork server before the heavy imports below, so
     that its imports (torch, the studies) run alongside ours."""
     _resolve_workers(args)
-    if args.backend == "local" and args.workers > 1:
+    if args.backend == "local" and (args.workers > 1 or _isolate(args)):
         from .sweep.backends import DRIVER_PRELOAD, start_fork_server
 
         start_fork_server(DRIVER_PRELOAD)
@@ -311,7 +333,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_dir = latest_run(args.study)
     p, out = prepare_run(args.study, preset=args.preset, sets=_kv(args.sets, "--set"), grids=args.grids,
                          seed=args.seed, seeds=args.seeds, out=out_dir, data_dir=args.data_dir,
-                         resume=args.resume)
+                         resume=args.resume, max_points=_max_points(args))
     if args.dry_run:
         from .studies.base import check_reuse, finished_keys
 
@@ -325,12 +347,28 @@ def cmd_run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    run = execute_run(p, out, options, record=_run_file_record(args), started=started, reuse=args.reuse)
+    run = execute_run(p, out, options, record=_run_file_record(args), started=started, reuse=args.reuse,
+                      allow_mixed_code=args.allow_mixed_code)
     summary = run.summary
     sec = summary["section"]
     print(console_text([sec], seconds={sec.name: time.perf_counter() - t0}, verbose=args.verbose))
-    print(f"report: {run.out}/report.html  ({sec.manifest.get('n_points', '?')} points)")
-    return _claims_exit(summary["claims"], args.strict)
+    pts = summary["points"]
+    print(f"report: {run.out}/report.html  ·  {pts['done']}/{pts['planned']} points done ({pts['failed']} failed)")
+    return _died_exit(summary["failures"], run.out) or _claims_exit(summary["claims"], args.strict)
+
+
+def _died_exit(failures: list[dict], out) -> int:
+    """2, with one line, when a point killed the process that ran it (twice: it is retried
+    alone once): the study's error, recorded as a failed point; the run is resumable."""
+    from .sweep.backends import WORKER_DIED
+
+    died = [f for f in failures if (f.get("reason") or "").startswith(WORKER_DIED.split(":")[0])]
+    if not died:
+        return 0
+    print(f"robustlab: error: {len(died)} point{'s' if len(died) != 1 else ''} killed the process running "
+          f"{'them' if len(died) != 1 else 'it'} (os._exit, a signal, a crash in native code, or out of memory), "
+          f"twice: recorded as failed in {out}; fix the study, then re-run with --retry-failed", file=sys.stderr)
+    return 2
 
 
 def latest_run(study: str, root: Path = Path("runs")) -> Path:
@@ -356,7 +394,14 @@ def _claims_exit(claims: list[dict], strict: bool) -> int:
         print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
               + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
         return 1
-    return 1 if strict and strict_failures(claims) else 0
+    if strict and strict_failures(claims):
+        from .studies.integrity import incomplete_line
+
+        line = incomplete_line(claims)
+        if line:
+            print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -373,12 +418,24 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         from .studies.base import finished_keys, plan
         from .studies.reproduce import resolve_studies
 
-        plans = [plan(s, preset=args.preset, seed=args.seed) for s in resolve_studies(only)]
+        plans = [plan(s, preset=args.preset, seed=args.seed, max_points=_max_points(args))
+                 for s in resolve_studies(only)]
         skips = [finished_keys(pl, args.out / pl.study.name, options) if args.out else set() for pl in plans]
         return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}", skips)
     out = args.out or _default_out("reproduce")  # reproduce checks the backend before writing
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,
-                     studies=only, verbose=args.verbose)
+                     studies=only, verbose=args.verbose, max_points=_max_points(args),
+                     allow_mixed_code=args.allow_mixed_code)
+
+
+def _max_points(args: argparse.Namespace) -> int:
+    from .studies.base import MAX_POINTS
+
+    if args.max_points is None:
+        return MAX_POINTS
+    if args.max_points < 1:
+        raise UserError(f"--max-points {args.max_points} is not allowed: a value >= 1")
+    return args.max_points
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -386,7 +443,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise UserError(f"dir={str(args.dir)!r} is not allowed: no such directory")
-    return rebuild(args.dir, strict=args.strict, verbose=args.verbose)
+    return rebuild(args.dir, strict=args.strict, force=args.force, verbose=args.verbose)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -425,7 +482,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
               + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
         return 1
-    return _claims_exit(run.claims, args.strict)
+    return _claims_exit(run.claim_dicts, args.strict)
 
 
 def _run_file_record(args: argparse.Namespace) -> dict | None:
@@ -456,7 +513,11 @@ def _with_run_file(parser: argparse.ArgumentParser, argv: list[str] | None,
         defaults["out"] = Path(data["out"])
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     sub.choices["run"].set_defaults(**defaults)
+    given = list(args.sets)  # on the command line: they override the file's, and may not repeat
+    _kv(given, "--set")
     args = parser.parse_args(argv)
+    keys = {g.split("=", 1)[0].strip() for g in given}
+    args.sets = [x for x in defaults.get("sets", []) if x.split("=", 1)[0].strip() not in keys] + given
     # a --grid on the command line replaces the file's axis of the same field
     last = {g.split("=", 1)[0].strip(): g for g in args.grids}
     args.grids = list(last.values())
@@ -479,6 +540,73 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sa, sb, rows = compare_dirs(args.dir_a, args.dir_b)
     print(compare_text(sa, sb, rows))
     return 1 if args.fail_on_change and any(r.changed for r in rows) else 0
+
+
+# ----------------------------------------------------------------------------------------
+# evaluate: a saved model's robust accuracy; export: a run's results as one table
+
+def _add_evaluate_export(sub) -> None:
+    p = sub.add_parser("evaluate", help="robust accuracy of a saved model per ε and attack, and the worst case")
+    p.add_argument("model", type=Path, help="a TorchScript file, or a state dict with --module")
+    p.add_argument("--module", default=None, metavar="PKG.MOD:FACTORY",
+                   help="builds the model for a state dict (pkg.mod:Name or file.py:Name, called with no arguments)")
+    p.add_argument("--data", type=Path, required=True, help="a .pt file with {'x': inputs, 'y': labels}, or an .npz")
+    p.add_argument("--eps", required=True, help="budgets, comma-separated (e.g. 0.01,0.03)")
+    p.add_argument("--attacks", default="apgd-ce,apgd-dlr", help="comma-separated: fgsm, pgd, apgd-ce, apgd-dlr")
+    p.add_argument("--threat", default="linf", help="linf (default) or l2")
+    p.add_argument("--bounds", default="0,1", help="the input range LO,HI (default 0,1), or none")
+    p.add_argument("--steps", type=int, default=None, help="steps of the iterative attacks (default: theirs)")
+    p.add_argument("--restarts", type=int, default=1, help="random restarts of the iterative attacks")
+    p.add_argument("--batch-size", type=int, default=500)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--out", type=Path, default=None,
+                   help="write evaluation.csv, per_sample.csv and robust_accuracy.png here (a new directory)")
+    p = sub.add_parser("export", help="a run's results (with their configs) and claims as CSV or Parquet")
+    p.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
+    p.add_argument("--format", default="csv", help="csv (default) or parquet")
+    p.add_argument("--out", type=Path, required=True, help="the results file; the claims go beside it")
+    p.add_argument("--force", action="store_true", help="replace existing files")
+
+
+def _floats(text: str, flag: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UserError(f"{flag} {text!r} is not allowed: comma-separated numbers") from None
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate, load_data, load_model
+    from .utils import resolve_device
+
+    device = resolve_device(args.device)
+    bounds = None if args.bounds.strip().lower() == "none" else tuple(_floats(args.bounds, "--bounds"))
+    if bounds is not None and (len(bounds) != 2 or not bounds[0] < bounds[1]):
+        raise UserError(f"--bounds {args.bounds!r} is not allowed: LO,HI with LO < HI, or none")
+    if args.out is not None and args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        raise UserError(f"--out {str(args.out)!r} is not allowed: it exists; choose a new directory")
+    model = load_model(args.model, args.module).to(device)
+    x, y = load_data(args.data)
+    ev = evaluate(model, x, y, threat=args.threat, eps=_floats(args.eps, "--eps"),
+                  attacks=[a.strip() for a in args.attacks.split(",") if a.strip()], bounds=bounds,
+                  steps=args.steps, restarts=args.restarts, batch_size=args.batch_size, seed=args.seed)
+    print(ev.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        ev.table.to_csv(args.out / "evaluation.csv", index=False)
+        ev.per_sample.to_csv(args.out / "per_sample.csv", index=False)
+        ev.figure(args.out / "robust_accuracy.png")
+        print(f"-> {args.out}/evaluation.csv, per_sample.csv, robust_accuracy.png")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export
+
+    for path in export(args.dir, args.out, fmt=args.format, force=args.force):
+        print(f"wrote {path}")
+    return 0
 
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
@@ -508,8 +636,10 @@ def _main(argv: list[str] | None) -> int:
             return 2
         if args.command == "run" and args.config is not None:
             args = _with_run_file(parser, argv, args)
+        args.from_sys_argv = argv is None
         handler = {"list": cmd_list, "run": cmd_run, "reproduce": cmd_reproduce, "report": cmd_report,
-                   "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare}
+                   "new": cmd_new, "rerun": cmd_rerun, "compare": cmd_compare, "evaluate": cmd_evaluate,
+                   "export": cmd_export}
         return handler[args.command](args)
     except UserError as exc:
         print(f"robustlab: error: {exc}", file=sys.stderr)

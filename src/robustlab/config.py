@@ -143,7 +143,7 @@ def _check_type(tp: Any, value: Any, field: str) -> Any:
         inner = typing.get_args(base)[0]
         return tuple(_check_type(inner, v, field) for v in value)
     if base is float and isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        return float(value) + 0.0  # -0.0 + 0.0 is 0.0: a point's hash must not tell them apart
     if base is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if base is int and isinstance(value, bool):

@@ -9,6 +9,7 @@ leaves a half-written file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -28,6 +29,7 @@ __all__ = [
     "atomic_write_bytes",
     "write_json",
     "read_json",
+    "read_manifest",
     "DamagedFile",
     "check_writable",
     "write_jsonl",
@@ -108,14 +110,97 @@ class DamagedFile(UserError):
 
 def read_json(path: str | os.PathLike) -> Any:
     """Read a JSON record; a damaged one is a :class:`DamagedFile` (one line, exit 2) that
-    names the file and what to do."""
+    names the file and what to do. A ``manifest.json``, ``reproduce.json`` or ``claims.json``
+    is checked against its shape too (:data:`SHAPES`): valid JSON of the wrong shape is
+    damaged as well, and the error names the field."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not text"
         raise DamagedFile(f"{path} is damaged (not valid JSON: {why}): restore it, or move the "
                           "directory away to start over") from None
+    if path.name in SHAPES:
+        problem = check_shape(data, SHAPES[path.name])
+        if problem:
+            raise DamagedFile(f"{path} is damaged ({problem}): restore it, or move the directory "
+                              "away to start over")
+    return data
+
+
+# --- shapes of the records -------------------------------------------------------------------
+# A shape is a type name ("str", "int", "float", "bool", "null", "dict", "list", "any"), a
+# tuple of alternatives, ["list", item shape], or {"field": shape, "?optional": shape} (a
+# mapping's other keys are free).
+
+# a run's manifest, in full (read_manifest); any manifest.json read at all must have at least
+# its study, and every other field of the right type where present (compare reads only those)
+_MANIFEST = {
+    "study": "str", "preset": "str", "base_config": "dict",
+    "grid": ["list", "dict"], "seeds": ["list", "int"], "n_points": "int",
+    "point_keys": ["list", "str"],
+    "?threads": "int", "?device": "str", "?request": ("dict", "null"),
+    "?study_origin": ("dict", "null"), "?code": ("dict", "null"), "?versions": ("dict", "null"),
+    "?sittings": ["list", "dict"], "?reused": ["list", "dict"], "?finished": ("str", "null"),
+    "?started": ("str", "null"), "?resumed": "int",
+}
+_ANY_MANIFEST = {("?" + k if not k.startswith("?") and k != "study" else k): v for k, v in _MANIFEST.items()}
+_REPRODUCE = {"studies": ["list", "str"], "?preset": "str", "?seed": ("int", "null"),
+              "?crashed": "dict", "?timings": "dict", "?resumed": "int"}
+_CLAIMS = ["list", {"id": "str", "?statement": "str", "?verdict": "str", "?evidence": ("dict", "null")}]
+SHAPES: dict[str, Any] = {"manifest.json": _ANY_MANIFEST, "reproduce.json": _REPRODUCE, "claims.json": _CLAIMS}
+
+
+def read_manifest(path: str | os.PathLike) -> dict[str, Any]:
+    """A run's manifest.json with every field a run needs (study, preset, base_config, grid,
+    seeds, n_points, point_keys) of the right type; else :class:`DamagedFile` naming the field."""
+    data = read_json(path)
+    problem = check_shape(data, _MANIFEST)
+    if problem:
+        raise DamagedFile(f"{path} is damaged ({problem}): restore it, or move the directory away to start over")
+    return data
+
+
+_TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "null": type(None),
+          "dict": dict, "list": list}
+
+
+def _type_word(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def check_shape(data: Any, shape: Any, where: str = "") -> str | None:
+    """What is wrong with ``data`` against ``shape`` (one phrase naming the field), or None."""
+    at = f"field {where!r}" if where else "the top level"
+    if isinstance(shape, dict):
+        if not isinstance(data, dict):
+            return f"{at} is {_type_word(data)}, expected an object"
+        for key, sub in shape.items():
+            name = key.lstrip("?")
+            if name not in data:
+                if key.startswith("?"):
+                    continue
+                return f"field {(where + '.' if where else '') + name!r} is missing"
+            bad = check_shape(data[name], sub, (where + "." if where else "") + name)
+            if bad:
+                return bad
+        return None
+    if isinstance(shape, list):
+        if not isinstance(data, list):
+            return f"{at} is {_type_word(data)}, expected a list"
+        for i, item in enumerate(data):
+            bad = check_shape(item, shape[1], f"{where}[{i}]")
+            if bad:
+                return bad
+        return None
+    alts = shape if isinstance(shape, tuple) else (shape,)
+    for a in alts:
+        if a == "any":
+            return None
+        if isinstance(data, _TYPES[a]) and not (a in ("int", "float") and isinstance(data, bool)):
+            return None
+    return f"{at} is {_type_word(data)}, expected " + " or ".join(alts)
 
 
 def check_writable(path: str | os.PathLike, *, what: str = "--out") -> None:
@@ -177,6 +262,88 @@ def code_version() -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         commit, dirty = None, None
     return {"git_commit": commit, "dirty": dirty}
+
+
+_CODE_CACHE: dict[str, Any] = {}
+
+
+def _sources_hash(root: Path) -> str:
+    """sha256 (16 hex) of every ``.py`` file under ``root``, by relative path and content."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def file_hash(path: str | os.PathLike) -> str | None:
+    """sha256 (16 hex) of a file's bytes (None when it cannot be read)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def robustlab_code() -> dict[str, Any]:
+    """The code identity of robustlab itself: its git commit and, when the checkout has local
+    changes (or is no checkout), the hash of its sources — so two different dirty trees at one
+    commit are told apart. Computed once per process."""
+    if "robustlab" not in _CODE_CACHE:
+        v = code_version()
+        here = Path(__file__).resolve().parent
+        dirty = _sources_hash(here) if v["dirty"] or v["git_commit"] is None else None
+        _CODE_CACHE["robustlab"] = {"commit": v["git_commit"], "sources": dirty}
+    return dict(_CODE_CACHE["robustlab"])
+
+
+def study_code(origin: dict[str, Any] | None) -> dict[str, Any]:
+    """The code identity of the code that computes a study's points: robustlab's
+    (:func:`robustlab_code`), and for a study file its content hash, for a plugin its
+    package and version (and the hash of the module file the entry point names, where found)."""
+    o = dict(origin or {"kind": "built-in"})
+    ident: dict[str, Any] = {"robustlab": robustlab_code(), "study": {"kind": o.get("kind", "built-in")}}
+    if o.get("kind") == "file":
+        ident["study"]["sha256"] = file_hash(o["path"])
+    elif o.get("kind") == "package":
+        ident["study"].update(package=o.get("package"), version=o.get("version"))
+    return ident
+
+
+def code_id(ident: dict[str, Any]) -> str:
+    """A short id of a code identity (what each stored point carries)."""
+    blob = json.dumps(ident, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def legacy_code_id(manifest: dict[str, Any]) -> str:
+    """The code id of points recorded before points carried one: from the manifest's ``code``
+    (a dirty tree then had no hash, so it matches no current code)."""
+    code = manifest.get("code") or {}
+    origin = manifest.get("study_origin") or {"kind": "built-in"}
+    kind = origin.get("kind", "built-in") if isinstance(origin, dict) else "built-in"
+    study: dict[str, Any] = {"kind": kind}
+    if kind == "file":
+        study["sha256"] = "unknown"
+    elif kind == "package":
+        study.update(package=origin.get("package"), version=origin.get("version"))
+    dirty = code.get("dirty")
+    return code_id({"robustlab": {"commit": code.get("git_commit"),
+                                  "sources": None if dirty is False else "unknown"}, "study": study})
+
+
+def code_text(ident: dict[str, Any] | None) -> str:
+    """A code identity in a few words, e.g. ``commit 1a2b3c4 + local changes 5d6e7f8, file 9a8b7c6``."""
+    if not ident:
+        return "unknown code"
+    r = ident.get("robustlab") or {}
+    text = f"commit {(r.get('commit') or '?')[:7]}"
+    if r.get("sources"):
+        text += f" + local changes {r['sources'][:7]}"
+    st = ident.get("study") or {}
+    if st.get("kind") == "file":
+        text += f", study file {(st.get('sha256') or '?')[:7]}"
+    elif st.get("kind") == "package":
+        text += f", package {st.get('package')} {st.get('version')}"
+    return text
 
 
 def cpu_model() -> str:

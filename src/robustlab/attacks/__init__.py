@@ -6,6 +6,7 @@
 """
 
 from . import losses
+from .apgd import APGD, dlr_loss
 from .base import Attack, loss_and_grad
 from .checks import EvaluationWarning, reset_warnings
 from .feature_direction import FeatureDirection
@@ -23,6 +24,8 @@ __all__ = [
     "FGSM",
     "GradientStep",
     "PGD",
+    "APGD",
+    "dlr_loss",
     "FeatureDirection",
     "min_flip_along_gradient",
     "MinFlipResult",

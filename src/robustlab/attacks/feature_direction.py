@@ -1,4 +1,4 @@
-"""The feature-direction attack of the feature-learning paper: subtract ε along the class's own feature.
+"""The feature-direction attack of the feature-learning paper (ICLR 2025): subtract ε along the class's own feature.
 
 For patch inputs ``X = (x_1..x_P)``, ``(N, P, d)``, the theory's attack is
 ``δ_p = −ε v_y`` on the non-robust patches (feature learning, ICLR 2025, Prop. 3.2), where ``v_y`` is the

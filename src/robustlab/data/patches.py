@@ -1,6 +1,6 @@
 """Patch-structured data with sparse strong (robust) and dense weak (non-robust) features.
 
-feature learning, ICLR 2025 (Def. 2.2, Assumption 2.3). A sample of class ``y ∈ [k]`` is ``X = (x_1, …, x_P)``,
+Feature learning, ICLR 2025 (Def. 2.2, Assumption 2.3). A sample of class ``y ∈ [k]`` is ``X = (x_1, …, x_P)``,
 ``x_p ∈ R^d``. A small random set ``J_R`` of ``n_robust`` patches carries the robust feature
 ``u_y``; every other patch (``J_NR``, dense) carries the non-robust feature ``v_y``::
 
@@ -50,7 +50,7 @@ MUCH = 2.0
 
 
 class AssumptionWarning(UserWarning):
-    """The chosen scales violate (a numeric reading of) Assumption 2.3 of the feature-learning paper."""
+    """The chosen scales violate (a numeric reading of) Assumption 2.3 of the feature-learning paper (ICLR 2025)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,7 +222,7 @@ def sample_ensemble(spec: PatchSpec, seeds: Sequence[int], n_train: int, n_test:
 
 
 def assumption_report(spec: PatchSpec, *, q: float, eps: float) -> dict:
-    """Assumption 2.3 of the feature-learning paper as numbers (per sample, in expectation over the draws).
+    """Assumption 2.3 of the feature-learning paper (ICLR 2025) as numbers (per sample, in expectation over the draws).
 
     ``alpha_over_beta`` = min α / max β (robust stronger: want ≥ MUCH);
     ``sum_alpha_q`` = E Σ_p α_p^q over robust patches, ``sum_beta_q`` = E Σ_p β_p^q

@@ -142,7 +142,7 @@ def expected_stability_at_init(init: str, *, d: int, width: int, depth: int, k: 
                                gamma: float | None = None) -> float:
     """``E_W P(f, ε)`` at initialisation of a bias-free depth-``L`` ReLU network, in closed form.
 
-    For any input ``x ≠ 0`` and weights drawn from the table of the width-depth-init paper (see
+    For any input ``x ≠ 0`` and weights drawn from the table of the width-depth-init paper (NeurIPS 2022) (see
     :func:`robustlab.models.deep.init_variance`)::
 
         E_W ‖J_x f‖_F² = d · k β_L · Π_{l<L} (m β_l / 2),     P = ε² E_W ‖J_x f‖_F² / (d + 2)
@@ -156,7 +156,7 @@ def expected_stability_at_init(init: str, *, d: int, width: int, depth: int, k: 
 
     So LeCun (``m β = 1``) halves ``P`` per hidden layer, ``P = ε² k 2^{1−L} / (d + 2)``,
     while He (``m β = 2``) and NTK keep it constant in depth: ``P = 2 k`` and ``d k`` times
-    ``ε² / (d + 2)``. The width-depth-init paper's Thm 1 bounds ``P`` from above by a polynomial in ``L`` for He
+    ``ε² / (d + 2)``. the width-depth-init paper's Thm 1 bounds ``P`` from above by a polynomial in ``L`` for He
     and NTK; the quantity itself, in expectation at initialisation, does not grow.
     """
     check_architecture(width=width, depth=depth, init=init, gamma=gamma)

@@ -6,7 +6,7 @@ every weight carries a leading dimension ``E`` and copy ``e`` sees only ``x[e]``
     f(x) = W_L σ(W_{L-1} … σ(W_1 x))            (width-depth-init, NeurIPS 2022, Eq. 2; no biases)
     x: (E, N, d)  ->  f: (E, N, k)              W_1: (E, d, m), W_l: (E, m, m), W_L: (E, m, k)
 
-Entries of ``W_l`` are drawn i.i.d. ``N(0, β_l)`` with the variances of the width-depth-init paper, Table 1
+Entries of ``W_l`` are drawn i.i.d. ``N(0, β_l)`` with the variances of width-depth-init, NeurIPS 2022, Table 1
 (SPEC §C; the non-lazy row is reconstructed, see :func:`init_variance`):
 
 =========  ===========  ===========  ===========
@@ -59,7 +59,7 @@ def init_variance(init: str, *, layer: int, n_layers: int, fan_in: int, fan_out:
     """The variance β of the entries of layer ``layer`` (1-based) of ``n_layers`` (width-depth-init, NeurIPS 2022, Table 1).
 
     ``fan_in``/``fan_out`` count inputs/outputs of one unit (times the kernel area for a
-    convolution); ``width`` is ``m``. ``small`` is the non-lazy regime of the width-depth-init paper, Thm 2/3,
+    convolution); ``width`` is ``m``. ``small`` is the non-lazy regime of width-depth-init, NeurIPS 2022, Thm 2/3,
     whose exact exponents were lost in extraction: every layer gets ``m^{-γ}`` (γ > 1 makes
     the initial network vanish as ``m`` grows, which is what puts it outside the lazy regime).
     """
@@ -187,7 +187,7 @@ class DeepMLP(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------
-# convolutional and residual variants (plain modules; width-depth-init, NeurIPS 2022, App. E.3 / E.4)
+# convolutional and residual variants (plain modules, the width-depth-init paper (NeurIPS 2022) App. E.3 / E.4)
 
 def _init_conv_stack(layers: Sequence[nn.Module], init: str, width: int, gamma: float | None,
                      generator: torch.Generator | None) -> None:

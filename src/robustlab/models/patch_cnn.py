@@ -1,4 +1,4 @@
-"""The two-layer patch CNN of the feature-learning paper, as an ensemble of E independent copies.
+"""The two-layer patch CNN of feature learning, ICLR 2025, as an ensemble of E independent copies.
 
 feature learning, ICLR 2025, Sec. 2 (model): with weights shared across patches and a fixed second layer,
 
@@ -56,7 +56,7 @@ class _SmoothedReLU(torch.autograd.Function):
 
 
 def smoothed_relu(z: torch.Tensor, q: float, rho: float) -> torch.Tensor:
-    """σ̃(z) of the feature-learning paper, elementwise (the custom backward is used whenever z needs a gradient)."""
+    """σ̃(z) of feature learning, ICLR 2025, elementwise (the custom backward is used whenever z needs a gradient)."""
     if torch.is_grad_enabled() and z.requires_grad:
         return _SmoothedReLU.apply(z, float(q), float(rho))
     zc = z.clamp(0.0, rho)

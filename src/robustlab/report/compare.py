@@ -1,9 +1,16 @@
-"""`robustlab compare A B`: every claim's verdict and effect in two runs, side by side.
+"""`robustlab compare A B`: what differs between two runs — their configuration first, then
+every claim's verdict and effect, side by side.
 
 ``A`` and ``B`` are run directories (``manifest.json`` + ``claims.json``, as ``robustlab run``
 writes) or reproduce directories (``reproduce.json`` and one run directory per study). Studies
 are matched by name and claims by id, so a run compares with a re-run at other base seeds, a
 reproduce directory with another, or a run with the same study inside a reproduce directory.
+
+The configuration block lists, per study, every recorded setting that differs between the two
+manifests (:func:`manifest_differences`): the preset, each base-config field, the expanded
+grid, the seeds, the code version (git commit, and whether the tree was dirty), the device and
+thread count, and the versions of the packages the numbers depend on. Two runs reported
+"same" on every claim may still differ there: the verdicts agree, on different experiments.
 
 Each row flags
 
@@ -28,7 +35,8 @@ from .. import records
 from ..config import UserError
 from .html import VERDICT_WORDS, decision_text, verdict_of
 
-__all__ = ["Side", "Row", "load_side", "compare_dirs", "compare_text"]
+__all__ = ["Side", "Row", "load_side", "compare_dirs", "compare_text", "manifest_differences", "claims_table",
+           "config_table"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +47,7 @@ class Side:
     kind: str  # "run" or "reproduce"
     claims: dict[str, list[dict[str, Any]]]
     seeds: dict[str, list[int]]
+    manifests: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,21 +118,23 @@ def load_side(path: str | Path) -> Side:
         raise UserError(f"dir={str(path)!r} is not allowed: not a directory")
     if (path / "reproduce.json").is_file():
         meta = records.read_json(path / "reproduce.json")
-        claims, seeds = {}, {}
+        claims, seeds, manifests = {}, {}, {}
         for name in meta.get("studies", []):
             sub = path / name
             if (sub / "manifest.json").is_file() and (sub / "claims.json").is_file():
                 claims[name] = _read_claims(sub)
-                seeds[name] = list(records.read_json(sub / "manifest.json").get("seeds") or [])
+                manifests[name] = records.read_json(sub / "manifest.json")
+                seeds[name] = list(manifests[name].get("seeds") or [])
         if not claims:
             raise UserError(f"dir={str(path)!r} is not allowed: the reproduce directory holds no finished study")
-        return Side(path, "reproduce", claims, seeds)
+        return Side(path, "reproduce", claims, seeds, manifests)
     if (path / "manifest.json").is_file():
         manifest = records.read_json(path / "manifest.json")
         name = manifest.get("study")
         if not name:
             raise UserError(f"dir={str(path)!r} is not allowed: its manifest.json names no study")
-        return Side(path, "run", {name: _read_claims(path)}, {name: list(manifest.get("seeds") or [])})
+        return Side(path, "run", {name: _read_claims(path)}, {name: list(manifest.get("seeds") or [])},
+                    {name: manifest})
     raise UserError(f"dir={str(path)!r} is not allowed: not a robustlab run directory "
                     "(no manifest.json or reproduce.json)")
 
@@ -145,6 +156,78 @@ def compare_dirs(a: str | Path, b: str | Path) -> tuple[Side, Side, list[Row]]:
     return sa, sb, rows
 
 
+# package versions the numbers can depend on (others are listed in the manifest, not compared)
+_VERSIONS = ("robustlab", "torch", "numpy", "python")
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else records.dumps(v)
+
+
+def _code_text(m: dict[str, Any]) -> str:
+    code = m.get("code") or {}
+    commit = code.get("git_commit")
+    if not commit:
+        return "unknown"
+    return commit[:10] + (" (dirty)" if code.get("dirty") else "")
+
+
+def manifest_differences(ma: dict[str, Any], mb: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(field, A, B)`` for every recorded setting that differs between two manifests of one
+    study, in a fixed order: preset, base_config.FIELD, grid, seeds, code, device, threads,
+    versions.PKG."""
+    out: list[tuple[str, str, str]] = []
+
+    def check(field: str, a: Any, b: Any) -> None:
+        if records.dumps(a) != records.dumps(b):
+            out.append((field, "(none)" if a is None else _text(a), "(none)" if b is None else _text(b)))
+
+    check("preset", ma.get("preset"), mb.get("preset"))
+    ba, bb = ma.get("base_config") or {}, mb.get("base_config") or {}
+    for key in dict.fromkeys([*ba, *bb]):
+        if key != "seed":  # the base seed shows in `seeds`
+            check(f"base_config.{key}", ba.get(key), bb.get(key))
+    def axes(m: dict[str, Any]) -> Any:  # the grid's blocks without the seed axis (that is `seeds`)
+        return [{k: v for k, v in blk.items() if k != "seed"} if isinstance(blk, dict) else blk
+                for blk in (m.get("grid") or [])]
+
+    check("grid", axes(ma), axes(mb))
+    check("seeds", _seeds_text(list(ma.get("seeds") or [])), _seeds_text(list(mb.get("seeds") or [])))
+    check("code", _code_text(ma), _code_text(mb))
+    check("device", ma.get("device"), mb.get("device"))
+    check("threads", ma.get("threads"), mb.get("threads"))
+    va, vb = ma.get("versions") or {}, mb.get("versions") or {}
+    for pkg in _VERSIONS:
+        check(f"versions.{pkg}", va.get(pkg), vb.get(pkg))
+    return out
+
+
+def config_table(sa: Side, sb: Side):
+    """The configuration differences of the studies two sides share, as a DataFrame
+    (``study, field, a, b``; empty when the recorded settings agree)."""
+    import pandas as pd
+
+    rows = [{"study": st, "field": f, "a": a, "b": b} for st in sa.claims if st in sb.claims
+            for f, a, b in manifest_differences(sa.manifests.get(st, {}), sb.manifests.get(st, {}))]
+    return pd.DataFrame(rows, columns=["study", "field", "a", "b"])
+
+
+def claims_table(rows: list[Row]):
+    """The claim rows as a DataFrame: ``study, claim, verdict_a, verdict_b, effect_a, effect_b,
+    interval_a, interval_b, changed, apart``."""
+    import pandas as pd
+
+    def get(c: dict[str, Any] | None, key: str) -> Any:
+        return None if c is None else c.get(key)
+
+    return pd.DataFrame([{"study": r.study, "claim": r.claim, "verdict_a": r.verdict_a, "verdict_b": r.verdict_b,
+                          "effect_a": get(r.a, "effect"), "effect_b": get(r.b, "effect"),
+                          "interval_a": get(r.a, "interval"), "interval_b": get(r.b, "interval"),
+                          "changed": r.changed, "apart": r.apart} for r in rows],
+                        columns=["study", "claim", "verdict_a", "verdict_b", "effect_a", "effect_b", "interval_a",
+                                 "interval_b", "changed", "apart"])
+
+
 def _seeds_text(seeds: list[int]) -> str:
     if not seeds:
         return "?"
@@ -164,6 +247,14 @@ def compare_text(sa: Side, sb: Side, rows: list[Row], *, width: int = 120) -> st
     for study in dict.fromkeys(r.study for r in rows):
         lines.append(f"   {study}: seeds A {_seeds_text(sa.seeds.get(study, []))}, "
                      f"B {_seeds_text(sb.seeds.get(study, []))}")
+        diffs = manifest_differences(sa.manifests.get(study, {}), sb.manifests.get(study, {}))
+        if not diffs:
+            lines.append("      configuration: the same (preset, base config, grid, seeds, code, device)")
+        for field, a, b in diffs:
+            lines += textwrap.wrap(f"differs: {field}: A {a} | B {b}", width, initial_indent="      ",
+                                   subsequent_indent="         ")
+    n_diff = sum(len(manifest_differences(sa.manifests.get(st, {}), sb.manifests.get(st, {})))
+                 for st in dict.fromkeys(r.study for r in rows))
     only = [(s, "A") for s in sa.claims if s not in sb.claims] + [(s, "B") for s in sb.claims if s not in sa.claims]
     for s, side in only:
         lines.append(f"   {s}: only in {side} (not compared)")
@@ -182,6 +273,7 @@ def compare_text(sa: Side, sb: Side, rows: list[Row], *, width: int = 120) -> st
     changed = sum(r.changed for r in rows)
     apart = sum(r.apart for r in rows)
     lines.append(f"compared {len(rows)} claims: {changed} verdict change{'s' if changed != 1 else ''}, "
-                 f"{apart} with effects outside each other's interval")
+                 f"{apart} with effects outside each other's interval; {n_diff} configuration "
+                 f"difference{'s' if n_diff != 1 else ''}")
     return "\n".join(lines)
 

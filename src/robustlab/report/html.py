@@ -395,8 +395,11 @@ def _section_html(i: int, s: StudySection, root: Path) -> list[str]:
     chips = []
     if m.get("preset"):
         chips.append(f"preset {_esc(m['preset'])}")
+    done = (m.get("completeness") or {}).get("done")  # what the store holds, not what was planned
     if m.get("n_points") is not None:
-        chips.append(f"{m['n_points']} points, {s.n_rows} result rows")
+        held = f"{done}/{m['n_points']} points done" if done is not None else f"{m['n_points']} points"
+        failed = f", {len(s.failures)} failed" if s.failures else ""
+        chips.append(f"{held}{failed}, {s.n_rows} result rows")
     if (m.get("sweep") or {}).get("seconds") is not None:
         chips.append(f"ran {float(m['sweep']['seconds']):.1f} s")
     out = [f"<section id='{_anchor(s.name)}'><h2>{i}. {_esc(s.title)}</h2>",

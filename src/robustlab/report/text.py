@@ -197,9 +197,11 @@ def excluded_text(claim: dict[str, Any]) -> str:
 
 
 def strict_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What makes ``--strict`` exit 1: every paper claim not reproduced, and every self-check
-    that does not hold (exploratory questions never do)."""
-    return [c for c in claims if kind_of(c) in ("claim", "self-check") and verdict_of(c) != "reproduced"]
+    """What makes ``--strict`` exit 1: every paper claim not reproduced and every self-check that
+    does not hold (exploratory questions never do), and either computed on an incomplete or
+    partly failed grid (``incomplete``)."""
+    return [c for c in claims if kind_of(c) in ("claim", "self-check")
+            and (verdict_of(c) != "reproduced" or c.get("incomplete"))]
 
 
 def _threshold_text(claim: dict[str, Any]) -> str:

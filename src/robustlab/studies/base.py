@@ -20,7 +20,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import math
+import os
 import shutil
+import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -38,12 +41,16 @@ from ..sweep import grid as gridmod
 from ..sweep import lock as runlock
 from ..sweep.runner import SweepOptions, run_sweep
 from ..sweep.store import Store
+from . import integrity
 
 __all__ = ["check_run_dir", "check_reuse", "Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
            "execute", "finalize", "load"]
 
 
 SEEDS_KEY = "n_seeds"  # a grid block's own number of seeds (see Preset)
+# the most points a plan may hold unless raised (``--max-points``): checked before the grid is
+# expanded, so a mistyped range is one line, not gigabytes and a MemoryError
+MAX_POINTS = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,6 +197,7 @@ class Study:
     premises: Mapping[str, claimsmod.Premise] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        integrity.check_study_name(self.name)  # it names directories
         fields = [f.name for f in dataclasses.fields(self.config)] if dataclasses.is_dataclass(self.config) else []
         defaults = {}
         if dataclasses.is_dataclass(self.config):
@@ -234,8 +242,12 @@ def plan(
     grids: Sequence[str] = (),
     seed: int | None = None,
     n_seeds: int | None = None,
+    max_points: int | None = MAX_POINTS,
 ) -> Plan:
-    """Resolve preset, ``--set`` and ``--grid`` into the validated list of point configs."""
+    """Resolve preset, ``--set`` and ``--grid`` into the validated list of point configs.
+
+    ``max_points``: refuse a plan of more points (counted before the grid is expanded; None: no cap).
+    """
     if preset not in study.presets:
         raise UserError(f"preset={preset!r} is not allowed for {study.name}{did_you_mean(preset, list(study.presets))}: "
                         f"one of {', '.join(study.presets)}")
@@ -249,7 +261,12 @@ def plan(
     base = base.replace(seed=base_seed)
     if n_seeds is not None and n_seeds < 1:
         raise ConfigError("seeds", n_seeds, "a value >= 1")
-    user_axes = gridmod.parse_grid_args(grids, study.config)
+    if seed is not None and "seed" in sets:
+        raise UserError("seed is not allowed in both --seed and --set: give it once")
+    user_axes = gridmod.parse_grid_args(grids, study.config, max_values=max_points)
+    if seed is not None and "seed" in user_axes:
+        raise UserError("seed is not allowed in both --seed and --grid: give the seeds with --grid, or the base "
+                        "seed with --seed")
     both = sorted(set(user_axes) & set(sets))
     if both:
         raise UserError(f"{both[0]} is not allowed in both --set and --grid: give it one value with "
@@ -264,11 +281,16 @@ def plan(
     # the resolved base config and grid below, which do not depend on today's presets)
     request = {"study": study.name, "preset": preset, "set": dict(sets), "grid": list(grids),
                "seed": seed, "seeds": n_seeds}
-    return _resolved(study, preset, base, union, request)
+    return _resolved(study, preset, base, union, request, max_points)
 
 
 def _resolved(study: Study, preset: str, base: Config, union: list[dict[str, list[Any]]],
-              request: dict[str, Any]) -> Plan:
+              request: dict[str, Any], max_points: int | None = None) -> Plan:
+    if max_points is not None:
+        n = sum(math.prod(len(v) for v in g.values()) for g in union)
+        if n > max_points:
+            raise UserError(f"the grid is not allowed: it has {n} points, over the cap of {max_points}; "
+                            "narrow it, or raise the cap with --max-points")
     points: list[Config] = []
     seen: set[str] = set()
     for overrides in gridmod.expand(union):
@@ -321,13 +343,14 @@ def _holds_points(out: Path) -> bool:
 
 
 def check_run_dir(out: Path) -> None:
-    """Before anything is written into ``out``: it can be written, and the records of a run
-    already there are readable (a damaged manifest or store is a one-line error, and nothing
-    is overwritten)."""
+    """Before anything is written into ``out``: it can be written, none of robustlab's own files
+    there is a symbolic link, and the records of a run already there are readable (a damaged
+    manifest or store is a one-line error, and nothing is overwritten)."""
     out = Path(out)
     records.check_writable(out)
+    integrity.check_no_links(out)
     if (out / "manifest.json").exists():
-        records.read_json(out / "manifest.json")
+        records.read_manifest(out / "manifest.json")
     if (out / "store.sqlite").exists():
         with Store(out / "store.sqlite", readonly=True) as store:
             store.done(), store.failures()  # every record parses
@@ -335,13 +358,18 @@ def check_run_dir(out: Path) -> None:
 
 def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: str | None = None,
             record: Mapping[str, Any] | None = None, started: Callable[[], None] | None = None,
-            finalize_later: bool = False, reuse: Sequence[str | Path] = ()) -> dict:
+            finalize_later: bool = False, reuse: Sequence[str | Path] = (),
+            allow_mixed_code: bool = False) -> dict:
     """Run a planned study into ``out`` (created only now), then finalize. Returns summary.
 
     ``reuse``: run directories of the same study (and thread count) whose finished points
     this run takes instead of computing them, where a point's config is exactly one of this
     plan's (its hash): a grid extended, or a preset assembled from its slices, runs only what
     is new. The manifest's ``reused`` lists each source with its device, code and host.
+
+    ``allow_mixed_code``: resume a run whose points were computed by other code (another
+    commit, other local changes, another version of the study file); refused otherwise. The
+    manifest's ``sittings`` records it, and the report says which points came from which code.
 
     ``started`` is called once the run is checked and its manifest written, before any point
     runs (the CLI says there how many workers it uses: an input error stays one line).
@@ -352,15 +380,16 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     study's points run)."""
     out = Path(out)
     fresh = not out.exists()
-    _check_out(plan_, out, options)  # before anything is written
+    _check_out(plan_, out, options, allow_mixed_code)  # before anything is written
     sources = check_reuse(plan_, out, options, reuse)
     sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
     out.mkdir(parents=True, exist_ok=True)
     try:
         # one writer per run directory: a second one stops here, having written nothing
         with runlock.writer(out):
-            _check_out(plan_, out, options)  # again, now that nobody else writes it
-            _execute_locked(plan_, out, options, fresh, progress_label, record, started, sources)
+            _check_out(plan_, out, options, allow_mixed_code)  # again, now that nobody else writes it
+            _execute_locked(plan_, out, options, fresh, progress_label, record, started, sources,
+                            allow_mixed_code)
             if not finalize_later:
                 return finalize(out, plan_.study)
     except runlock.LockedError:
@@ -377,11 +406,13 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     return {"out": str(out), "finalize": finalize_now}
 
 
-def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
-    """``out`` is new, empty, or holds this very run (resumed); else a UserError."""
+def _check_out(plan_: Plan, out: Path, options: SweepOptions, allow_mixed_code: bool = True) -> None:
+    """``out`` is new, empty, or holds this very run (resumed, by the same code unless
+    ``allow_mixed_code``); else a UserError."""
     manifest_path = out / "manifest.json"
+    integrity.check_no_links(out)
     if manifest_path.exists():
-        old = records.read_json(manifest_path)
+        old = records.read_manifest(manifest_path)
         if old.get("study") != plan_.study.name or old.get("point_keys") != [
             config_hash(p.to_dict()) for p in plan_.points
         ]:
@@ -391,6 +422,11 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions) -> None:
             # float bits depend on the thread count: a run keeps the one it started with
             raise UserError(f"threads={options.threads} is not allowed: the run in --out {str(out)!r} "
                             f"started with threads={old.get('threads', 1)}; resume with that")
+        if (out / "store.sqlite").exists():
+            ident = records.study_code(plan_.study.origin)
+            with Store(out / "store.sqlite", readonly=True) as store:
+                integrity.check_identity(out, old, store)
+                integrity.check_code(out, old, store, records.code_id(ident), ident, allow_mixed_code)
     elif out.exists() and any(p.name != runlock.LOCK_NAME for p in out.iterdir()):
         raise UserError(f"--out {str(out)!r} exists and is not a robustlab run directory: choose a new --out")
     check_run_dir(out)
@@ -410,7 +446,7 @@ def check_reuse(plan_: Plan, out: Path, options: SweepOptions,
         if d.resolve() == out.resolve():
             raise UserError(f"--reuse {str(d)!r} is not allowed: it is --out itself (re-running into "
                             "--out resumes it already)")
-        m = records.read_json(d / "manifest.json")
+        m = records.read_manifest(d / "manifest.json")
         if m.get("study") != plan_.study.name:
             raise UserError(f"--reuse {str(d)!r} is not allowed: it holds a run of study "
                             f"{m.get('study')!r}, not {plan_.study.name!r}")
@@ -419,7 +455,11 @@ def check_reuse(plan_: Plan, out: Path, options: SweepOptions,
                             f"{m.get('threads', 1)} and this run uses threads={options.threads} "
                             "(float bits depend on it); run with that")
         with Store(d / "store.sqlite", readonly=True) as src:
+            integrity.check_identity(d, m, src)  # a source whose store is not its manifest's
             done = src.done()  # every finished record parses, or a one-line StoreError
+        legacy = records.legacy_code_id(m)
+        for e in done:
+            e["code"] = e.get("code") or legacy  # a point keeps the code that computed it
         sources.append((d, m, done))
     return sources
 
@@ -433,17 +473,34 @@ def _take_reused(store: Store, keys: Sequence[str], sources: list[tuple[Path, di
         if entries:
             store.record(entries, replace_failed=True)
             have |= {e["key"] for e in entries}
+            known = {s["code_id"]: s.get("code") for s in m.get("sittings") or () if "code_id" in s}
             taken.append({"from": str(d.resolve()), "points": len(entries), "device": m.get("device"),
-                          "code": m.get("code"), "host": m.get("host"), "at": records.now_iso()})
+                          "code": m.get("code"), "host": m.get("host"), "at": records.now_iso(),
+                          "code_ids": {c: known.get(c) for c in sorted({e["code"] for e in entries})}})
     return taken
+
+
+def _sittings(old: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The sittings a manifest records; a manifest from before sittings gives its first one."""
+    if not old:
+        return []
+    if old.get("sittings"):
+        return list(old["sittings"])
+    return [{"started": old.get("started"), "finished": old.get("finished"),
+             "code_id": records.legacy_code_id(dict(old)), "code": None, "legacy_code": old.get("code"),
+             "versions": old.get("versions"), "host": old.get("host")}]
 
 
 def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
                     progress_label: str | None, record: Mapping[str, Any] | None,
-                    started: Callable[[], None] | None, sources: Sequence[tuple[Path, dict, list[dict]]] = ()) -> None:
+                    started: Callable[[], None] | None, sources: Sequence[tuple[Path, dict, list[dict]]] = (),
+                    allow_mixed_code: bool = False) -> None:
     study = plan_.study
     manifest_path = out / "manifest.json"
+    code_ident = records.study_code(study.origin)
+    code = records.code_id(code_ident)
     try:
+        now = integrity.sitting(options, code_ident, allow_mixed_code)
         manifest = {
             "study": study.name,
             "title": study.title,
@@ -460,19 +517,26 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             "backend": options.backend,
             "workers": options.workers,
             "threads": options.threads,
-            "versions": records.package_versions(),
+            "versions": now["versions"],
             "code": records.code_version(),
-            "host": records.host_info(),
+            "code_id": code,
+            "host": now["host"],
             "started": records.now_iso(),
             "finished": None,
             **dict(record or {}),
         }
-        if manifest_path.exists():
-            old = records.read_json(manifest_path)
-            manifest["started"] = old.get("started", manifest["started"])
+        old = records.read_manifest(manifest_path) if manifest_path.exists() else None
+        if old is not None:
+            # the first sitting's record is never overwritten: each sitting is added to `sittings`
+            for k in ("started", "versions", "code", "code_id", "host", "reused"):
+                if k in old:
+                    manifest[k] = old[k]
+                elif k == "code_id":
+                    manifest[k] = records.legacy_code_id(old)
             manifest["resumed"] = old.get("resumed", 0) + 1
-            if old.get("reused"):
-                manifest["reused"] = old["reused"]
+        manifest["sittings"] = _sittings(old) + [now]
+        if allow_mixed_code:
+            manifest["allow_mixed_code"] = True
         records.write_json(manifest_path, manifest)
     except BaseException:
         if fresh:
@@ -481,7 +545,9 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
     if started is not None:
         started()
     try:
-        with Store(out / "store.sqlite") as store:
+        with Store(out / "store.sqlite", code=code) as store:
+            if store.identity() is None:
+                store.set_identity(integrity.identity(manifest))
             taken = _take_reused(store, manifest["point_keys"], list(sources))
             if taken:
                 manifest["reused"] = manifest.get("reused", []) + taken
@@ -496,6 +562,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             shutil.rmtree(out, ignore_errors=True)
         raise
     manifest["finished"] = records.now_iso()
+    manifest["sittings"][-1]["finished"] = manifest["finished"]
     manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
 
@@ -508,7 +575,7 @@ def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
     keys = {config_hash(p.to_dict()) for p in plan_.points}
     have: set[str] = set()
     if (out / "manifest.json").is_file() and (out / "store.sqlite").is_file():
-        _check_out(plan_, out, options)  # another run there is the run's own error
+        _check_out(plan_, out, options, True)  # another run there is the run's own error
         with Store(out / "store.sqlite", readonly=True) as store:
             have = store.keys("done") if options.retry_failed else store.keys()
     for _, _, done in sources:
@@ -520,7 +587,7 @@ def load(out: str | Path) -> pd.DataFrame:
     """The results of a run directory as one DataFrame (one row per result row), in the
     plan's point order (as results.jsonl)."""
     out = Path(out)
-    keys = records.read_json(out / "manifest.json").get("point_keys", []) \
+    keys = records.read_manifest(out / "manifest.json").get("point_keys", []) \
         if (out / "manifest.json").exists() else []
     with Store(out / "store.sqlite", readonly=True) as store:
         return pd.DataFrame(_flat(_in_plan_order(store.done(), keys)))
@@ -537,49 +604,106 @@ def _flat(done: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**rec["params"], **r, "point": rec["key"]} for rec in done for r in rec["rows"]]
 
 
-def finalize(out: Path, study: Study) -> dict:
-    """Rebuild results.jsonl, claims.json, figures and report.html from the store."""
+def finalize(out: Path, study: Study, *, force: bool = False) -> dict:
+    """Rebuild results.jsonl, claims.json, figures and report.html from the store.
+
+    Refused (one line, nothing rewritten) when the store is not the manifest's (another run's
+    copied in, an edited manifest), when it holds fewer rows than the results.jsonl it would
+    replace (emptied or truncated; ``force`` rewrites anyway), or when figures/ cannot be
+    written (the report would lose its figures). The files are written only once the claims
+    and figures are made, each through a temporary file and a rename."""
     out = Path(out)
-    manifest = records.read_json(out / "manifest.json")
+    manifest = records.read_manifest(out / "manifest.json")
+    integrity.check_no_links(out)
     with Store(out / "store.sqlite", readonly=True) as store:
+        integrity.check_identity(out, manifest, store, study.config)
         done = _in_plan_order(store.done(), manifest["point_keys"])
         failures = store.failures()
+        code_rows = integrity.code_summary(store.codes(), manifest)
+        n_stored = store.count()
+    comp = integrity.completeness(manifest, {d["key"] for d in done}, {f["key"] for f in failures})
     flat = _flat(done)
+    integrity.guard_rewrite(out, len(flat), n_stored, force=force)
     df = pd.DataFrame(flat)  # the claims see the rows in this order whatever order they finished in
-    records.write_jsonl(out / "results.jsonl", flat)
-    figdir = out / "figures"
-    figdir.mkdir(exist_ok=True)
+    figdir = _writable_figdir(out)
     ctx = Context(out=out, figdir=figdir, manifest=manifest, failures=failures)
     claims: list[Claim] = []
     figures: list[Figure] = []
     problems: list[str] = []
+    if not comp["complete"]:
+        problems.append(f"{integrity.completeness_text(comp)}: the claims are computed on an incomplete grid "
+                        "(each is marked so in claims.json, and --strict fails)")
+    if len(code_rows) > 1:
+        problems.append(f"points from {len(code_rows)} versions of the code (resumed with --allow-mixed-code or "
+                        "taken with --reuse): " + "; ".join(f"{r['points']} by {r['code']}" for r in code_rows))
     if len(df):
-        try:
-            claims = study.claims(df, ctx)
-        except Exception as exc:  # a claim that cannot be computed is reported, not hidden
-            problems.append(f"claims could not be computed: {exc!r}")
-            claims = [Claim("claims-error", "the claim checks ran",
-                            Verdict(stats.INCONCLUSIVE, reason="the claim checks crashed"),
-                            {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
-        try:
-            figures = study.figures(df, ctx)
-        except Exception as exc:
-            problems.append(f"figures could not be drawn: {exc!r}\n{traceback.format_exc()}")
+        claims, figures = _claims_and_figures(study, df, ctx, problems)
     else:
         claims = [Claim("no-results", "the study produced results",
                         Verdict(stats.INCONCLUSIVE, reason="no point produced results"),
                         {"failed_points": len(failures)}, study.source)]
-    claim_dicts = [_declared(study, c).to_dict() for c in claims]
+    claim_dicts = integrity.mark_incomplete([_declared(study, c).to_dict() for c in claims], comp)
+    records.write_jsonl(out / "results.jsonl", flat)
     records.write_json(out / "claims.json", claim_dicts)
+    shown = {**manifest, "completeness": comp, "code_versions": code_rows}
     section = report_html.StudySection(
         name=study.name, title=study.title, source=study.source, summary=study.summary,
-        manifest=manifest, claims=claim_dicts, figures=[dataclasses.asdict(f) for f in figures],
+        manifest=shown, claims=claim_dicts, figures=[dataclasses.asdict(f) for f in figures],
         failures=failures, problems=problems, n_rows=len(df), warnings=_warnings(done + failures),
     )
     report_html.write_report(out / "report.html", [section], root=out,
                              title=f"robustlab — {study.title}")
     return {"out": str(out), "claims": claim_dicts, "failures": failures, "problems": problems,
-            "section": section}
+            "section": section, "points": comp, "code_versions": code_rows}
+
+
+def _writable_figdir(out: Path) -> Path:
+    """``out/figures``, made and checked writable (by trying: root ignores permission bits)
+    before anything is rewritten."""
+    figdir = out / "figures"
+    try:
+        figdir.mkdir(exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".robustlab-probe.", dir=figdir)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{figdir} cannot be written ({exc.strerror or type(exc).__name__}): report.html, "
+                        f"claims.json and results.jsonl were left as they are; make it writable and run "
+                        f"`robustlab report {out}`") from None
+    return figdir
+
+
+def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
+                        problems: list[str]) -> tuple[list[Claim], list[Figure]]:
+    """The study's claims and figures; a claim check that crashes or returns something other
+    than a list of Claim is reported as such (a claims-error claim), never hidden. A figure that
+    cannot be written for lack of room or permission is an error: the report is not replaced by
+    one without it."""
+    try:
+        claims = study.claims(df, ctx)
+        if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
+            bad = claims if not isinstance(claims, list) else next(c for c in claims if not isinstance(c, Claim))
+            raise TypeError(f"study {study.name!r}: claims() must return a list of Claim, got "
+                            f"{'a list holding ' if isinstance(claims, list) else ''}{type(bad).__name__}")
+    except Exception as exc:  # a claim that cannot be computed is reported, not hidden
+        problems.append(f"claims could not be computed: {exc!r}")
+        claims = [Claim("claims-error", "the claim checks ran",
+                        Verdict(stats.INCONCLUSIVE, reason="the claim checks crashed"),
+                        {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
+    figures: list[Figure] = []
+    try:
+        figures = study.figures(df, ctx)
+        if not isinstance(figures, list) or not all(isinstance(f, Figure) for f in figures):
+            raise TypeError(f"study {study.name!r}: figures() must return a list of Figure, got "
+                            f"{type(figures).__name__}")
+    except OSError as exc:
+        raise UserError(f"{ctx.figdir} cannot be written ({exc.strerror or exc}); report.html, claims.json "
+                        "and results.jsonl were left as they are: fix it and run `robustlab report "
+                        f"{ctx.out}`") from None
+    except Exception as exc:
+        figures = []
+        problems.append(f"figures could not be drawn: {exc!r}\n{traceback.format_exc()}")
+    return claims, figures
 
 
 def _declared(study: Study, claim: Claim) -> Claim:

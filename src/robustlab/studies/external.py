@@ -77,7 +77,7 @@ def load_file(path: str | Path, builtin: set[str]) -> Study:
     _userfiles.install()
     try:
         module = importlib.import_module(_userfiles.module_name(path))
-    except Exception as exc:  # noqa: BLE001 - whatever the file raises, one line names it
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the file raises (sys.exit too), one line names it
         raise UserError(f"{what} is not allowed: importing it raised {_one_line(exc, str(path))}") from None
     if not hasattr(module, "STUDY"):
         raise UserError(f"{what} is not allowed: it defines no STUDY "
@@ -108,7 +108,7 @@ def load_plugin(ep: metadata.EntryPoint, builtin: set[str]) -> Study:
                         "the built-in one is used")
     try:
         obj = ep.load()
-    except Exception as exc:  # noqa: BLE001 - a broken plugin is one line, never a traceback
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin is one line, never a traceback
         raise UserError(f"{what} is not allowed: loading it raised {_one_line(exc)}") from None
     if not isinstance(obj, Study) and hasattr(obj, "STUDY"):
         obj = obj.STUDY

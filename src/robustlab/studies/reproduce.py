@@ -107,10 +107,13 @@ def _crashed_section(study: Study, out: Path, error: str, tb: str | None) -> rep
                            {"error": error})
 
 
-def _finalized_section(study: Study, out: Path) -> report_html.StudySection:
-    """Claims, figures and the study's own report from its store; a crash becomes a section."""
+def _finalized_section(study: Study, out: Path, force: bool = False) -> report_html.StudySection:
+    """Claims, figures and the study's own report from its store; a crash becomes a section
+    (a refusal to rewrite a study's records is the user's error, and stops the rebuild)."""
     try:
-        sec = finalize(out, study)["section"]
+        sec = finalize(out, study, force=force)["section"]
+    except UserError:
+        raise
     except Exception as exc:  # noqa: BLE001 - shown in the report, not hidden
         return _broken_section(study, out, "study-crashed", "the study's results could be analysed",
                                f"finalizing the study crashed: {exc!r}\n{traceback.format_exc()}",
@@ -140,7 +143,8 @@ def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[s
 
 
 def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None = None,
-              strict: bool = False, studies: list[str] | None = None, verbose: bool = False) -> int:
+              strict: bool = False, studies: list[str] | None = None, max_points: int | None = None,
+              allow_mixed_code: bool = False, verbose: bool = False) -> int:
     """Run the studies into ``out``/<study>, write ``out``/report.html, print the summary
     (:func:`robustlab.report.console.console_text`; every claim and its evidence with ``verbose``).
 
@@ -149,7 +153,8 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
     """
     chosen = resolve_studies(studies)
     names = [s.name for s in chosen]
-    plans: list[Plan] = [plan(s, preset=preset, seed=seed) for s in chosen]  # validate all first
+    plans: list[Plan] = [plan(s, preset=preset, seed=seed, **({} if max_points is None else {"max_points": max_points}))
+                         for s in chosen]  # validate all first
     # the backend can run (e.g. a Ray address answers), before anything is written; after the
     # plans, whose imports then overlap the workers' fork server's own (the check waits for it)
     sweep_backends.prepare(options)
@@ -167,7 +172,7 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
                          "host": records.host_info(), "finished": None,
                          "timings": meta.get("timings", {}), "crashed": meta.get("crashed", {})})
             records.write_json(out / "reproduce.json", meta)
-            return _reproduce_locked(out, plans, meta, options, preset, strict, verbose)
+            return _reproduce_locked(out, plans, meta, options, preset, strict, allow_mixed_code, verbose)
     except runlock.LockedError:
         raise
     except BaseException:
@@ -207,7 +212,8 @@ def run_order(plans: list[Plan]) -> list[Plan]:
 
 
 def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], options: SweepOptions,
-                      preset: str, strict: bool, verbose: bool = False) -> int:
+                      preset: str, strict: bool,
+                      allow_mixed_code: bool = False, verbose: bool = False) -> int:
     meta_path = out / "reproduce.json"
     report_order = [p.study.name for p in plans]
     plans = run_order(plans)
@@ -254,7 +260,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
                 fut: Future = Future()
                 try:
                     swept = execute(p, out / p.study.name, options, progress_label=label,
-                                    finalize_later=overlap)
+                                    finalize_later=overlap, allow_mixed_code=allow_mixed_code)
                     meta["crashed"].pop(p.study.name, None)
                     if overlap:
                         fut = drawer.submit(_timed, swept["finalize"])
@@ -294,10 +300,17 @@ def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
         print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
               + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
         return 1
-    return 1 if strict and report_html.strict_failures(every) else 0
+    if strict and report_html.strict_failures(every):
+        from .integrity import incomplete_line
+
+        line = incomplete_line(every)
+        if line:
+            print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
-def rebuild(out: Path, *, strict: bool = False, verbose: bool = False) -> int:
+def rebuild(out: Path, *, strict: bool = False, force: bool = False, verbose: bool = False) -> int:
     """Rebuild claims, figures and report(s) of a run or reproduce directory from its saved
     results (nothing is re-run); print the claim table and the report path.
 
@@ -326,12 +339,13 @@ def rebuild(out: Path, *, strict: bool = False, verbose: bool = False) -> int:
               "it ends)")
     else:
         records.check_writable(out, what="dir")  # the report, claims and figures are rewritten
+        records.read_json(out / ("reproduce.json" if (out / "reproduce.json").exists() else "manifest.json"))
         try:
             with contextlib.ExitStack() as stack:
                 for d in dirs:
                     if d == out or (d / "manifest.json").exists():
                         stack.enter_context(runlock.writer(d))
-                sections, path = _rebuild(out)
+                sections, path = _rebuild(out, force)
         except runlock.LockedError as exc:  # a run started in between
             raise UserError(f"{exc}; or run `robustlab report` again") from None
         print(console_text(sections, seconds=_timings(out), verbose=verbose))
@@ -361,7 +375,7 @@ def _snapshot(src: Path, dst: Path) -> None:
             shutil.copyfile(p, dst / p.name)
 
 
-def _rebuild(out: Path) -> tuple[list[report_html.StudySection], Path]:
+def _rebuild(out: Path, force: bool = False) -> tuple[list[report_html.StudySection], Path]:
     if (out / "reproduce.json").exists():
         meta = records.read_json(out / "reproduce.json")
         sections = []
@@ -371,16 +385,16 @@ def _rebuild(out: Path) -> tuple[list[report_html.StudySection], Path]:
                 # report the crash as the original run did (re-running resumes it)
                 sections.append(_crashed_section(study, sub, meta["crashed"][study.name], None))
             elif (sub / "manifest.json").exists() and (sub / "store.sqlite").exists():
-                sections.append(_finalized_section(study, sub))
+                sections.append(_finalized_section(study, sub, force))
             else:
                 sections.append(_broken_section(
                     study, sub, "study-not-run", "the study ran",
                     "the study never ran: the reproduce run stopped before it", {"directory": str(sub)}))
         path = _write_top(out, sections, meta)
     elif (out / "manifest.json").exists():
-        manifest = records.read_json(out / "manifest.json")
+        manifest = records.read_manifest(out / "manifest.json")
         study = external.from_manifest(manifest, get_study)  # built-in, file or plugin
-        sections = [finalize(out, study)["section"]]
+        sections = [finalize(out, study, force=force)["section"]]
         path = out / "report.html"
     else:
         raise UserError(f"dir={str(out)!r} is not allowed: not a robustlab run directory "

@@ -95,7 +95,7 @@ def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepO
             return 0
         if options.backend == "ray":
             _run_ray(groups, fn, sink, options, describe)
-        elif options.workers > 1 and len(groups) > 1:
+        elif (options.workers > 1 and len(groups) > 1) or (options.isolate and _picklable(fn)):
             _run_pool(groups, fn, sink, options, describe)
         else:
             for g in groups:
@@ -266,6 +266,14 @@ def _checkpoints(store: Store) -> str:
 
 def _work(fn: RunFn, group: list[Config], device: str, threads: int, checkpoints: str | None = None) -> list[dict]:
     return run_group(fn, group, device, threads=threads, checkpoints=checkpoints)
+
+
+def _picklable(fn: RunFn) -> bool:
+    try:
+        pickle.dumps(fn)
+        return True
+    except Exception:  # noqa: BLE001 - any pickling failure means the same thing
+        return False
 
 
 def _run_pool(groups: list[list[Config]], fn: RunFn, sink: _Sink, options: SweepOptions,

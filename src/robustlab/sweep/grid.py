@@ -22,7 +22,7 @@ from ..config import Config, ConfigError, UserError, _strip_optional, parse_valu
 __all__ = ["parse_grid_args", "merge", "expand"]
 
 
-def _parse_range(text: str, field: str, tp: Any) -> list[Any]:
+def _parse_range(text: str, field: str, tp: Any, max_values: int | None = None) -> list[Any]:
     parts = text.split(":")
     if len(parts) == 4 and parts[3] == "log":
         parts = [parts[0], parts[1], parts[2] + "log"]
@@ -39,6 +39,9 @@ def _parse_range(text: str, field: str, tp: Any) -> list[Any]:
         raise UserError(f"--grid {field}={text!r} is not allowed: lo and hi must be finite")
     if n < 1:
         raise UserError(f"--grid {field}={text!r} is not allowed: n must be >= 1")
+    if max_values is not None and n > max_values:
+        raise UserError(f"--grid {field}={text!r} is not allowed: {n} values, over the cap of {max_values} "
+                        "points; narrow it, or raise the cap with --max-points")
     if log and (lo <= 0 or hi <= 0):
         raise UserError(f"--grid {field}={text!r} is not allowed: a log range needs lo, hi > 0")
     if n == 1:
@@ -66,8 +69,10 @@ def _numeric(tp: Any) -> bool:
     return base in (int, float)
 
 
-def parse_grid_args(args: Sequence[str], config: type[Config]) -> dict[str, list[Any]]:
-    """Parse ``--grid key=...`` strings into axes, converting values with the field type."""
+def parse_grid_args(args: Sequence[str], config: type[Config], *,
+                    max_values: int | None = None) -> dict[str, list[Any]]:
+    """Parse ``--grid key=...`` strings into axes, converting values with the field type
+    (a range of more than ``max_values`` values is refused before it is built)."""
     hints = typing.get_type_hints(config)
     names = config.field_names()
     axes: dict[str, list[Any]] = {}
@@ -81,7 +86,7 @@ def parse_grid_args(args: Sequence[str], config: type[Config]) -> dict[str, list
         if not text.strip():
             raise UserError(f"--grid {key}= is not allowed: the axis is empty")
         if ":" in text and _numeric(hints[key]):
-            values = _parse_range(text, key, hints[key])
+            values = _parse_range(text, key, hints[key], max_values)
         else:
             items = [s for s in text.split(",") if s.strip()]
             if not items:

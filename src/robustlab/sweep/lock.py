@@ -1,8 +1,11 @@
-"""One writer per run directory: an OS file lock on ``DIR/.lock``.
+"""One writer per run directory: an OS lock on the directory itself, its holder in ``DIR/.lock``.
 
 A process that writes a run (or reproduce) directory — ``robustlab run``, ``reproduce``,
-``report`` — holds an exclusive ``flock`` on ``DIR/.lock`` for as long as it writes, with its
-pid written into the file. The lock belongs to the open file, so the kernel drops it when the
+``report`` — holds an exclusive ``flock`` on an open descriptor of the directory for as long
+as it writes, with its pid written into ``DIR/.lock``. Locking the directory, not the file,
+means that deleting or replacing ``.lock`` mid-run lets no second writer in; ``.lock`` is
+opened without following a symbolic link (one planted there is refused: the pid would land
+in another file). The lock belongs to the open file, so the kernel drops it when the
 process dies, however it dies: a SIGKILLed run never blocks the next one, and a stale pid in
 the file means nothing. A second writer does not wait: it gets a one-line :class:`UserError`
 naming the holder's pid and writes nothing.
@@ -19,18 +22,25 @@ Readers never take it: :func:`robustlab.load` and ``compare`` open the store rea
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..config import UserError
 
+try:  # POSIX; on Windows the lock file itself is locked with msvcrt (see _lock)
+    import fcntl
+except ImportError:  # pragma: no cover - exercised by a test that hides fcntl
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["LOCK_NAME", "writer", "holder", "LockedError"]
 
 LOCK_NAME = ".lock"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
-# lock file (resolved path) -> [fd, depth], for the locks this process holds
+# directory (resolved path) -> [directory fd, lock-file fd, depth], for the locks this process holds
 _HELD: dict[str, list[int]] = {}
 
 
@@ -49,8 +59,61 @@ def _read_pid(fd: int) -> int | None:
     try:
         text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
         return int(text) if text else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return None
+
+
+def _open_lock_file(directory: Path, flags: int) -> int:
+    """``DIR/.lock`` opened without following a symbolic link; a link (or anything but a plain
+    file) there is a UserError."""
+    path = directory / LOCK_NAME
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, 0o644)
+    except OSError as exc:
+        if path.is_symlink() or exc.errno in (getattr(os, "ELOOP", 40),):
+            raise UserError(f"{path} is not allowed: it is a symbolic link (robustlab writes only its own "
+                            "plain files in a run directory); remove it") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{path} is not allowed: it is not a plain file; remove it")
+    return fd
+
+
+def _open_dir(directory: Path) -> int | None:
+    """A descriptor of the directory to lock (None where directories cannot be opened)."""
+    if fcntl is None:
+        return None
+    return os.open(directory, os.O_RDONLY | _CLOEXEC | getattr(os, "O_DIRECTORY", 0))
+
+
+def _lock(dir_fd: int | None, file_fd: int, shared: bool = False) -> None:
+    """Take the lock without waiting (BlockingIOError when another process holds it)."""
+    if fcntl is not None:
+        fcntl.flock(dir_fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        return
+    import msvcrt  # pragma: no cover - Windows
+
+    try:  # pragma: no cover
+        msvcrt.locking(file_fd, msvcrt.LK_NBLCK, 1)
+    except OSError:  # pragma: no cover
+        raise BlockingIOError from None
+
+
+def _unlock(dir_fd: int | None, file_fd: int) -> None:
+    if fcntl is not None:
+        fcntl.flock(dir_fd, fcntl.LOCK_UN)
+        return
+    import msvcrt  # pragma: no cover - Windows
+
+    msvcrt.locking(file_fd, msvcrt.LK_UNLCK, 1)  # pragma: no cover
+
+
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 @contextlib.contextmanager
@@ -59,52 +122,61 @@ def writer(directory: str | os.PathLike) -> Iterator[None]:
 
     Raises :class:`LockedError` at once when another process holds it.
     """
-    path = Path(directory) / LOCK_NAME
-    key = str(path.resolve())
+    directory = Path(directory)
+    key = str(directory.resolve())
     if key in _HELD:
-        _HELD[key][1] += 1
+        _HELD[key][2] += 1
         try:
             yield
         finally:
-            _HELD[key][1] -= 1
+            _HELD[key][2] -= 1
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    file_fd = _open_lock_file(directory, os.O_RDWR | os.O_CREAT)
+    dir_fd = None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        dir_fd = _open_dir(directory)
+        _lock(dir_fd, file_fd)
     except BlockingIOError:
-        pid = _read_pid(fd)
-        os.close(fd)
-        raise LockedError(Path(directory), pid) from None
+        pid = _read_pid(file_fd)
+        _close(dir_fd, file_fd)
+        raise LockedError(directory, pid) from None
     except BaseException:
-        os.close(fd)
+        _close(dir_fd, file_fd)
         raise
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        _HELD[key] = [fd, 1]
+        os.ftruncate(file_fd, 0)
+        os.write(file_fd, f"{os.getpid()}\n".encode("ascii"))
+        _HELD[key] = [dir_fd, file_fd, 1]
         yield
     finally:
         _HELD.pop(key, None)
-        os.close(fd)  # releases the lock; the file (and its stale pid) stays
+        _close(file_fd, dir_fd)  # releases the lock; the file (and its stale pid) stays
 
 
 def holder(directory: str | os.PathLike) -> int | None:
     """The pid writing ``directory`` now (0 when its pid is unknown), or None when nobody
     does. Never blocks and creates nothing; this process's own locks count as nobody."""
-    path = Path(directory) / LOCK_NAME
-    if not path.exists() or str(path.resolve()) in _HELD:
+    directory = Path(directory)
+    path = directory / LOCK_NAME
+    if not directory.is_dir() or str(directory.resolve()) in _HELD:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        file_fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        file_fd = None
+    if fcntl is None and file_fd is None:
+        return None
+    dir_fd = None
+    try:
+        dir_fd = _open_dir(directory)
+        try:
+            _lock(dir_fd, file_fd, shared=True)  # type: ignore[arg-type]
+        except BlockingIOError:
+            pid = _read_pid(file_fd) if file_fd is not None else None
+            return pid if pid is not None else 0
+        _unlock(dir_fd, file_fd)  # type: ignore[arg-type]
+        return None
     except OSError:
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(fd)
-            return pid if pid is not None else 0
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
     finally:
-        os.close(fd)
+        _close(dir_fd, file_fd)

@@ -39,7 +39,7 @@ from .. import records
 from ..config import Config, UserError, config_hash
 from .store import Store
 
-__all__ = ["SweepOptions", "run_sweep", "group_points", "costliest_first", "run_group", "failed_entries",
+__all__ = ["SweepOptions", "check_threads", "run_sweep", "group_points", "costliest_first", "run_group", "failed_entries",
            "intra_op_threads", "captured_warnings", "seeded_globals", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
@@ -61,6 +61,11 @@ class SweepOptions:
     threads: int = 1  # intra-op CPU threads of every point, on every backend (bit-identity)
     retry_failed: bool = False  # re-run points recorded as failed
     ray_num_cpus: int | None = None  # CPUs of a Ray cluster started here (default os.cpu_count())
+    # local backend, one worker: run the points in a worker process all the same, so that a point
+    # that kills its process (os._exit, a segfault, the OOM killer) is recorded as failed and the
+    # run goes on, instead of taking the driver down with it (the CLI's choice; where the study's
+    # functions cannot be sent to a process they run here)
+    isolate: bool = False
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -76,6 +81,15 @@ class SweepOptions:
     def parallel(self) -> bool:
         """Points run outside this process, several at once (a worker pool, or Ray)."""
         return self.backend != "local" or self.workers > 1
+
+
+def check_threads(threads: int) -> None:
+    """``threads`` per point within this machine's cores (more can crash torch's thread pool:
+    ``--threads 100000`` segfaults); a UserError otherwise."""
+    cores = os.cpu_count() or 1
+    if threads > cores:
+        raise UserError(f"threads={threads} is not allowed: this machine has {cores} CPU core"
+                        f"{'s' if cores != 1 else ''}; a value from 1 to {cores}")
 
 
 def default_workers(threads: int) -> int:

@@ -5,6 +5,11 @@ writes), so after a crash — even SIGKILL mid-commit — a point is either full
 absent; the primary key on the point's config hash means it is never recorded twice. Failed
 points keep their reason and traceback; a retried failure is replaced in place, a finished
 point never is. Only the sweep's driver process writes; readers may open it read-only.
+
+Each point carries the code id of the code that computed it (``code``, see
+:func:`robustlab.records.study_code`), and the store its run's identity (``meta``: study,
+seeds and the hash of its point keys), which a report checks against the run's manifest: a
+store copied in from another run is refused rather than reported as this one.
 """
 
 from __future__ import annotations
@@ -29,9 +34,17 @@ CREATE TABLE IF NOT EXISTS points (
     reason TEXT,
     traceback TEXT,
     seconds REAL,
-    warnings TEXT
+    warnings TEXT,
+    code TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 )
 """
+# columns added since the first stores: an old store gets them (NULL for its points) when it is
+# opened for writing, and reads as NULL through a read-only connection
+_LATER_COLUMNS = ("warnings", "code")
 
 
 class StoreError(UserError):
@@ -48,9 +61,14 @@ def _store_error(path: Path, exc: Exception) -> StoreError:
 
 
 class Store:
-    def __init__(self, path: str | Path, *, readonly: bool = False):
+    def __init__(self, path: str | Path, *, readonly: bool = False, code: str | None = None):
         self.path = Path(path)
         self.conn = None
+        self.code = code  # the code id given to points recorded without one
+        for p in (self.path, Path(f"{self.path}-journal")):
+            if p.is_symlink():  # SQLite would follow it and write outside the run directory
+                raise StoreError(f"{p} is not allowed: it is a symbolic link (robustlab writes only "
+                                 "its own plain files in a run directory); remove it")
         try:
             self._open(readonly)
         except sqlite3.Error as exc:
@@ -73,16 +91,17 @@ class Store:
         uri = "file:" + urllib.parse.quote(str(self.path.resolve())) + ("?mode=ro" if readonly else "")
         self.conn = sqlite3.connect(uri, uri=True, timeout=60, isolation_level=None)
         if readonly and self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone() == (0,):
+            self.empty_file = True
             # no table at all: a writer killed after SQLite created the file but before the
             # schema went in (or an empty file). Nothing was recorded: read it as an empty
             # store; the next writer adds the schema.
             self.conn.close()
             self.conn = sqlite3.connect(":memory:", isolation_level=None)
-            self.conn.execute(_SCHEMA)
+            self.conn.executescript(_SCHEMA)
         if not readonly:
             self.conn.execute("PRAGMA journal_mode=DELETE")
             self.conn.execute("PRAGMA synchronous=FULL")
-            self.conn.execute(_SCHEMA)
+            self.conn.executescript(_SCHEMA)
         # a few overwritten bytes may leave the header readable: check every page now, so that
         # damage is one clear error before anything runs (cheap: stores are small)
         (status,) = self.conn.execute("PRAGMA quick_check").fetchone()
@@ -90,11 +109,33 @@ class Store:
             raise sqlite3.DatabaseError(f"integrity check: {status}")
         self.conn.execute("SELECT key, params, status, rows FROM points LIMIT 1").fetchall()
         columns = {row[1] for row in self.conn.execute("PRAGMA table_info(points)")}
-        self._has_warnings = "warnings" in columns
-        if not readonly and columns and not self._has_warnings:
-            # a store written before warnings were kept: add the column (NULL for old points)
-            self.conn.execute("ALTER TABLE points ADD COLUMN warnings TEXT")
-            self._has_warnings = True
+        for col in _LATER_COLUMNS:
+            if not readonly and columns and col not in columns:
+                self.conn.execute(f"ALTER TABLE points ADD COLUMN {col} TEXT")
+                columns.add(col)
+        self._columns = columns
+        self._has_meta = bool(self.conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()[0])
+
+    empty_file = False  # a read-only store whose file holds no table at all (e.g. zero bytes)
+
+    def identity(self) -> dict[str, Any] | None:
+        """The run identity recorded in the store (None: a store from before identities)."""
+        if not self._has_meta:
+            return None
+        row = self.conn.execute("SELECT value FROM meta WHERE name='identity'").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def set_identity(self, ident: dict[str, Any]) -> None:
+        """Record the run identity (a writer, once, when the store is new or from before them)."""
+        self.conn.execute("INSERT OR REPLACE INTO meta (name, value) VALUES ('identity', ?)",
+                          (records.dumps(ident, sort_keys=True),))
+
+    def codes(self) -> dict[str | None, int]:
+        """code id -> number of points recorded with it (None: recorded before points had one)."""
+        if "code" not in self._columns:
+            return {None: self.count()} if self.count() else {}
+        return dict(self.conn.execute("SELECT code, COUNT(*) FROM points GROUP BY code").fetchall())
 
     def __enter__(self) -> Store:
         return self
@@ -121,19 +162,20 @@ class Store:
         """
         conflict = ("ON CONFLICT(key) DO UPDATE SET params=excluded.params, status=excluded.status, "
                     "rows=excluded.rows, reason=excluded.reason, traceback=excluded.traceback, "
-                    "seconds=excluded.seconds, warnings=excluded.warnings WHERE points.status='failed'"
+                    "seconds=excluded.seconds, warnings=excluded.warnings, code=excluded.code WHERE points.status='failed'"
                     if replace_failed else "ON CONFLICT(key) DO NOTHING")
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
             for e in entries:
                 cur.execute(
-                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings) "
-                    f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
+                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings, code) "
+                    f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
                     (e["key"], records.dumps(e["params"], sort_keys=True), e["status"],
                      records.dumps(e.get("rows", []), sort_keys=True), e.get("reason"),
                      e.get("traceback"), e.get("seconds"),
-                     records.dumps(e["warnings"]) if e.get("warnings") else None),
+                     records.dumps(e["warnings"]) if e.get("warnings") else None,
+                     e.get("code") or self.code),
                 )
             cur.execute("COMMIT")
         except sqlite3.OperationalError as exc:  # disk full, read-only, I/O: the machine's, not ours
@@ -146,14 +188,14 @@ class Store:
             raise
 
     def _select(self, status: str) -> list[dict[str, Any]]:
-        warn = "warnings" if self._has_warnings else "NULL"  # an old store read read-only
+        warn, code = (c if c in self._columns else "NULL" for c in _LATER_COLUMNS)  # an old store, read-only
         cur = self.conn.execute(
-            f"SELECT key, params, rows, reason, traceback, seconds, {warn} FROM points WHERE status=? "
+            f"SELECT key, params, rows, reason, traceback, seconds, {warn}, {code} FROM points WHERE status=? "
             "ORDER BY rowid", (status,))
         try:
             return [{"key": k, "params": json.loads(p), "rows": json.loads(r), "reason": reason,
-                     "traceback": tb, "seconds": s, "warnings": json.loads(w) if w else []}
-                    for k, p, r, reason, tb, s, w in cur]
+                     "traceback": tb, "seconds": s, "warnings": json.loads(w) if w else [], "code": c}
+                    for k, p, r, reason, tb, s, w, c in cur]
         except (json.JSONDecodeError, sqlite3.Error) as exc:  # bytes damaged inside a record
             raise _store_error(self.path, exc) from None
 

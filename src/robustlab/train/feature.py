@@ -1,4 +1,4 @@
-"""Standard and adversarial training of the patch CNN, with the probes of the feature-learning paper.
+"""Standard and adversarial training of the patch CNN, with the probes of the feature-learning paper (ICLR 2025).
 
 Training (feature learning, ICLR 2025, Sec. 2, Alg. 1): gradient descent on the softmax cross-entropy, full
 batch or minibatch SGD. Adversarial training first moves each training point inside the
@@ -38,7 +38,7 @@ from ..models.ensemble import Flat, fold, unfold
 from ..models.patch_cnn import PatchCNN
 
 __all__ = ["FeatureTrainSpec", "FeatureHistory", "train_patch_cnn", "crossing_step", "METHODS",
-           "train_attack", "evaluate_patch_cnn", "pgd_accuracy", "ClosedFormStep"]
+           "train_attack", "evaluate_patch_cnn", "pgd_accuracy", "ClosedFormStep", "PHASE1_GROWTH"]
 
 METHODS = ("standard", "gradient_step", "fgsm", "pgd")
 CLOSED_FORM = ("standard", "gradient_step")  # trained by ClosedFormStep
@@ -407,16 +407,38 @@ def _objective(model: PatchCNN, x: torch.Tensor, y: torch.Tensor, attack, spec: 
     return F.cross_entropy(out.reshape(-1, k), y.reshape(-1), reduction="none").reshape(E, -1).mean(1)
 
 
-def crossing_step(steps: torch.Tensor, A: torch.Tensor, B: torch.Tensor) -> float | None:
-    """First probe step at which ``A > B`` after a probe with ``B > A`` (None if never).
+# A real phase 1: B grows to at least this multiple of its value at initialisation (|B(0)|)
+# while leading A. At σ₀ = 0.05 the initial max over neurons is ~0.05–0.1 and noise moves it by
+# a few hundredths; tripling it is growth no random walk of the probes gives.
+PHASE1_GROWTH = 3.0
 
-    ``A``, ``B``: (T,) traces of one run (class-averaged). The "two phases" of the feature-learning paper:
-    B leads first, then A overtakes.
+
+def crossing_step(steps: torch.Tensor, A: torch.Tensor, B: torch.Tensor, *,
+                  growth: float = PHASE1_GROWTH) -> float | None:
+    """The step at which A overtakes B for good after a real first phase (None if it does not).
+
+    ``A``, ``B``: (T,) traces of one run (class-averaged), probed at ``steps``. The "two
+    phases" of feature learning, ICLR 2025 (Lemma 5.2, Sec. 5): B leads and grows first, then A
+    overtakes. So the crossing needs
+
+    * a real phase 1: a probe where ``B ≥ growth·|B(0)|`` and ``B > A`` (a flat B, or A leading
+      from the start, has no first phase to end);
+    * a sustained crossing: the returned step is the first probe after that phase-1 probe from
+      which ``A > B`` at every later probe to the end of the run (a crossing that reverts is
+      not one).
     """
-    led = False
-    for t, a, b in zip(steps.tolist(), A.tolist(), B.tolist()):
-        if b > a:
-            led = True
-        elif led and a > b:
-            return float(t)
-    return None
+    s, a, b = steps.tolist(), A.tolist(), B.tolist()
+    if not s:
+        return None
+    floor = growth * abs(b[0])
+    start = next((i for i in range(len(s)) if b[i] >= floor and b[i] > a[i]), None)
+    if start is None:
+        return None
+    cross = None
+    for i in range(start + 1, len(s)):
+        if a[i] > b[i]:
+            if cross is None:
+                cross = i
+        else:
+            cross = None
+    return None if cross is None else float(s[cross])

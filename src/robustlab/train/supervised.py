@@ -43,11 +43,12 @@ class SGDSpec:
     multiplied by ``lr_gamma`` at ``decay_start`` and every ``lr_step`` epochs after it
     (``lr_step = 0``: a single decay).
 
-    ``target_loss > 0`` reports, per copy, the first epoch after which its training loss (a
-    full pass) is ``<= target_loss`` — the moment to compare copies at equal training loss
+    ``target_loss > 0`` and/or ``target_acc > 0`` report, per copy, the first epoch after which
+    its training loss (a full pass) is ``<= target_loss`` and its training accuracy ``>=
+    target_acc`` (every target set must be met) — the moment to compare copies at equal fit
     rather than equal time; ``stop_at_target`` also freezes a copy from then on. The full
-    pass runs only once the running loss of the epoch (free to compute) is within 2× the
-    target for a copy still short of it.
+    pass runs only once the running loss of the epoch (free to compute) is within 2× the loss
+    target and its running accuracy within 0.1 of the accuracy target, for a copy still short.
     """
 
     epochs: int
@@ -60,6 +61,7 @@ class SGDSpec:
     loss: str = "ce"
     target_loss: float = 0.0
     stop_at_target: bool = False
+    target_acc: float = 0.0
 
     def __post_init__(self) -> None:
         if self.epochs < 1:
@@ -80,8 +82,32 @@ class SGDSpec:
             raise ConfigError("loss", self.loss, "one of " + ", ".join(LOSSES))
         if not (self.target_loss >= 0 and math.isfinite(self.target_loss)):
             raise ConfigError("target_loss", self.target_loss, "a finite value >= 0 (0: none)")
-        if self.stop_at_target and not self.target_loss:
-            raise ConfigError("stop_at_target", True, "false unless target_loss > 0")
+        if not (0 <= self.target_acc <= 1):
+            raise ConfigError("target_acc", self.target_acc, "a value in [0, 1] (0: none)")
+        if self.stop_at_target and not self.has_target:
+            raise ConfigError("stop_at_target", True, "false unless target_loss > 0 or target_acc > 0")
+
+    @property
+    def has_target(self) -> bool:
+        return self.target_loss > 0 or self.target_acc > 0
+
+    def near_target(self, run_loss: torch.Tensor, run_acc: torch.Tensor) -> torch.Tensor:
+        """Copies whose running loss/accuracy of the epoch say a full pass may meet the targets."""
+        near = torch.ones(run_loss.shape, dtype=torch.bool)
+        if self.target_loss > 0:
+            near &= run_loss <= 2 * self.target_loss
+        if self.target_acc > 0:
+            near &= run_acc >= self.target_acc - 0.1
+        return near
+
+    def at_target(self, loss: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+        """Copies whose full-pass loss and accuracy meet every target set."""
+        ok = torch.ones(loss.shape, dtype=torch.bool)
+        if self.target_loss > 0:
+            ok &= loss <= self.target_loss
+        if self.target_acc > 0:
+            ok &= acc >= self.target_acc
+        return ok
 
     def lr_at(self, epoch: int) -> float:
         """The rate used during epoch ``epoch`` (0-based)."""
@@ -98,7 +124,7 @@ class TrainLog:
     ``loss``/``acc`` are running averages over the epoch's minibatches (before each update);
     ``kappa`` is ``κ(t)`` at the end of epoch ``t`` and ``kappa_layers`` its per-layer split;
     ``stopped`` is the number of epochs a copy trained (``epochs`` unless stopped at the
-    target); ``reached`` the first epoch whose training loss was ``<= target_loss`` (0: never).
+    target); ``reached`` the first epoch whose full pass met the targets (0: never).
     """
 
     loss: torch.Tensor  # (E, T)
@@ -234,7 +260,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     ``b ← μ b + g``, ``θ ← θ − lr · active_e · b`` (PyTorch's SGD without dampening), with
     ``active_e = 0`` once copy ``e`` reached the target with ``stop_at_target``.
     ``on_target(newly, epoch)`` is called, with the model as it stands, after every epoch at
-    which some copies (the ``(E,)`` bool mask ``newly``) first reach ``target_loss``;
+    which some copies (the ``(E,)`` bool mask ``newly``) first meet the targets (``SGDSpec``);
     ``on_epoch(epoch)`` after every epoch (1-based), before any target bookkeeping.
 
     ``backprop="auto"`` trains a :class:`~robustlab.models.DeepMLP` (every weight trainable)
@@ -263,132 +289,192 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     its values are copied into place. A state that does not fit the model and schedule raises
     :class:`ValueError` before anything changes.
     """
-    E = len(generators)
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params or any(p.shape[0] != E for p in params):
-        raise ValueError(f"every trainable parameter needs a leading ensemble dimension E={E}")
-    dev = params[0].device
-    init = [p.detach().clone() for p in params]
-    base2 = init_norms2(init)
-    bufs = [torch.zeros_like(p) for p in params] if spec.momentum else None
-    active = torch.ones(E, dtype=params[0].dtype, device=dev)
-    masks = [active.view(E, *([1] * (p.ndim - 1))) for p in params]  # views: follow `active`
-    N, B = len(x), min(spec.batch_size, len(x))
-    T, L = spec.epochs, len(params)
-    loss_t = torch.full((E, T), float("nan"), dtype=torch.float64)
-    acc_t = torch.full((E, T), float("nan"), dtype=torch.float64)
-    kappa_t = torch.zeros(E, T, dtype=torch.float64)
-    kappa_l = torch.zeros(E, T, L, dtype=torch.float64)
-    finite = torch.ones(E, dtype=torch.bool)
-    stopped = torch.full((E,), T, dtype=torch.int64)
-    reached = torch.zeros(E, dtype=torch.int64)
-    lrs: list[float] = []
-    steps = 0
-    frozen_any = False
-    if backprop not in ("auto", "autograd"):
-        raise ValueError(f"backprop={backprop!r}: one of auto, autograd")
-    closed = backprop == "auto" and _closed_form_mlp(model, params)
-    compact = compact and closed
-    # compacted training: `sel` the copies still training, `work`/`wbufs` their own stacks
-    sel: list[int] | None = None
-    work, wbufs = params, bufs
-    frozen_loss = torch.full((E,), float("nan"), dtype=torch.float64)  # full pass at the stop
-    frozen_acc = frozen_loss.clone()
-    start = 0
-    traces = {"loss": loss_t, "acc": acc_t, "kappa": kappa_t, "kappa_layers": kappa_l, "finite": finite,
-              "stopped": stopped, "reached": reached, "frozen_loss": frozen_loss, "frozen_acc": frozen_acc}
-
-    def state(epoch: int) -> dict:
-        """The training state at the end of ``epoch`` (1-based): what ``resume`` takes."""
-        return {"epoch": epoch, "params": [p.detach().cpu() for p in params],
-                "bufs": None if wbufs is None else [b.detach().cpu() for b in wbufs], "sel": sel,
-                "active": active.cpu(), "generators": [g.get_state() for g in generators], "lrs": list(lrs),
-                "steps": steps, "frozen_any": frozen_any, **{k: v.clone() for k, v in traces.items()}}
-
+    loop = _Loop.start(model, spec, generators, backprop, compact)
     if resume is not None:  # go on from an earlier call's state at the end of an epoch
-        if not resume_fits(resume, model, spec, E):
-            raise ValueError(f"the training state to resume does not fit this model and schedule (E={E}, epochs={T})")
-        start, lrs, steps, frozen_any, sel, saved_bufs = _restore(resume, params, bufs, active, traces, generators)
-        if sel is not None:  # the copies still training, in their own stacks (as compaction left them)
-            work = [p.detach()[sel] for p in params]
-            wbufs = None if saved_bufs is None else [b.to(dev) for b in saved_bufs]
-        del saved_bufs
+        loop.resume(resume, model, spec)
     model.train()
-    for t in range(start, T):
-        lr = spec.lr_at(t)
-        lrs.append(lr)
-        gens = generators if sel is None else [generators[e] for e in sel]
-        perm = torch.stack([torch.randperm(N, generator=g) for g in gens]).to(x.device)  # (E', N)
-        run_loss = torch.zeros(len(gens), dtype=torch.float64, device=x.device)
-        run_acc = torch.zeros(len(gens), dtype=torch.float64, device=x.device)
-        for i in range(0, N, B):
-            idx = perm[:, i:i + B]  # (E', b): each copy its own minibatch
-            if closed:
-                per, correct = _mlp_step(work, wbufs, masks if frozen_any and not compact else None, x[idx],
-                                         y[idx], spec, lr)
-            else:
-                out = model(x[idx])  # (E, b, k)
-                per, correct = member_loss(out, y[idx], spec.loss)
-                # copies are independent: the gradient of the sum splits into each copy's own
-                grads = torch.autograd.grad(per.mean(1).sum(), params)
-                with torch.no_grad():
-                    steps_ = grads
-                    if bufs is not None:
-                        torch._foreach_mul_(bufs, spec.momentum)
-                        torch._foreach_add_(bufs, grads)
-                        steps_ = bufs
-                    if frozen_any:  # some copies stopped at the target: mask their update
-                        steps_ = [g * mk for g, mk in zip(steps_, masks)]
-                    torch._foreach_add_(params, steps_, alpha=-lr)
-            steps += 1
-            run_loss += per.detach().double().sum(1)
-            run_acc += correct.double().sum(1)
-        if sel is None:
-            loss_t[:, t] = (run_loss / N).cpu()
-            acc_t[:, t] = (run_acc / N).cpu()
-        else:  # write the copies still training back into the model; the stopped ones repeat
-            with torch.no_grad():
-                for p, w in zip(params, work):
-                    p[sel] = w
-            loss_t[:, t], acc_t[:, t] = frozen_loss, frozen_acc
-            loss_t[sel, t] = (run_loss / N).cpu()
-            acc_t[sel, t] = (run_acc / N).cpu()
-        finite &= torch.isfinite(loss_t[:, t])
-        with torch.no_grad():
-            whole, layers = lazy_ratios(params, init, base2)
-        kappa_t[:, t], kappa_l[:, t] = whole.double().cpu(), layers.double().cpu()
+    for t in range(loop.start_epoch, spec.epochs):
+        run_loss, run_acc = _run_epoch(loop, model, x, y, spec, t)
+        _record_epoch(loop, t, run_loss, run_acc, len(x))
         if on_epoch is not None:
             on_epoch(t + 1)
-        if not finite.any():  # every copy diverged: nothing left to learn
+        if not loop.traces["finite"].any():  # every copy diverged: nothing left to learn
             break
-        if spec.target_loss > 0:
-            near = (loss_t[:, t] <= 2 * spec.target_loss) & (reached == 0)
-            newly = torch.zeros(E, dtype=torch.bool)
-            if near.any():
-                full, full_acc = evaluate(model, x, y, spec.loss, E=E)
-                newly = near & (full.cpu() <= spec.target_loss)
-            if newly.any():
-                reached[newly] = t + 1
-                if on_target is not None:
-                    on_target(newly, t + 1)
-                if spec.stop_at_target:
-                    stopped[newly] = t + 1
-                    active[newly.to(dev)] = 0.0
-                    frozen_any = True
-                    if not active.any():
-                        kappa_t[:, t + 1:] = kappa_t[:, t:t + 1]
-                        kappa_l[:, t + 1:] = kappa_l[:, t:t + 1]
-                        break
-                    if compact:  # drop the stopped copies from the batch (the model is current)
-                        frozen_loss[newly], frozen_acc[newly] = full.double().cpu()[newly], full_acc.double().cpu()[newly]
-                        new = active.nonzero().flatten().tolist()
-                        pos = new if sel is None else [sel.index(e) for e in new]  # rows of `work`
-                        work = [w.detach()[pos] for w in work]  # fancy indexing: copies
-                        wbufs = None if wbufs is None else [b[pos] for b in wbufs]
-                        sel = new
-        if on_checkpoint is not None and t + 1 < T:
-            on_checkpoint(lambda epoch=t + 1: state(epoch))
-    return TrainLog(loss_t, acc_t, kappa_t, kappa_l, lrs, steps, finite, stopped, reached)
+        if spec.has_target and _check_target(loop, model, x, y, spec, t, on_target):
+            break  # every copy stopped at the target
+        if on_checkpoint is not None and t + 1 < spec.epochs:
+            on_checkpoint(lambda epoch=t + 1: loop.state(epoch))
+    tr = loop.traces
+    return TrainLog(tr["loss"], tr["acc"], tr["kappa"], tr["kappa_layers"], loop.lrs, loop.steps, tr["finite"],
+                    tr["stopped"], tr["reached"])
+
+
+@dataclasses.dataclass
+class _Loop:
+    """The state of one :func:`train_supervised` call: the parameters and their initial values,
+    momentum buffers, which copies still train, the traces, and (compacted training) the stacks
+    of the copies still training (``sel`` their indices, ``work``/``wbufs`` their weights and
+    buffers; ``sel`` None: all copies, ``work`` is ``params``)."""
+
+    params: list[torch.Tensor]
+    init: list[torch.Tensor]
+    base2: torch.Tensor
+    bufs: list[torch.Tensor] | None
+    active: torch.Tensor
+    masks: list[torch.Tensor]
+    traces: dict[str, torch.Tensor]
+    generators: Sequence[torch.Generator]
+    closed: bool
+    compact: bool
+    lrs: list[float] = dataclasses.field(default_factory=list)
+    steps: int = 0
+    frozen_any: bool = False
+    sel: list[int] | None = None
+    work: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    wbufs: list[torch.Tensor] | None = None
+    start_epoch: int = 0
+
+    @classmethod
+    def start(cls, model: nn.Module, spec: SGDSpec, generators: Sequence[torch.Generator], backprop: str,
+              compact: bool) -> _Loop:
+        E = len(generators)
+        params = [p for p in model.parameters() if p.requires_grad]
+        if not params or any(p.shape[0] != E for p in params):
+            raise ValueError(f"every trainable parameter needs a leading ensemble dimension E={E}")
+        if backprop not in ("auto", "autograd"):
+            raise ValueError(f"backprop={backprop!r}: one of auto, autograd")
+        dev = params[0].device
+        init = [p.detach().clone() for p in params]
+        bufs = [torch.zeros_like(p) for p in params] if spec.momentum else None
+        active = torch.ones(E, dtype=params[0].dtype, device=dev)
+        masks = [active.view(E, *([1] * (p.ndim - 1))) for p in params]  # views: follow `active`
+        T, L = spec.epochs, len(params)
+        nan = torch.full((E,), float("nan"), dtype=torch.float64)
+        traces = {"loss": torch.full((E, T), float("nan"), dtype=torch.float64),
+                  "acc": torch.full((E, T), float("nan"), dtype=torch.float64),
+                  "kappa": torch.zeros(E, T, dtype=torch.float64),
+                  "kappa_layers": torch.zeros(E, T, L, dtype=torch.float64),
+                  "finite": torch.ones(E, dtype=torch.bool), "stopped": torch.full((E,), T, dtype=torch.int64),
+                  "reached": torch.zeros(E, dtype=torch.int64),
+                  "frozen_loss": nan, "frozen_acc": nan.clone()}  # a full pass at the stop
+        closed = backprop == "auto" and _closed_form_mlp(model, params)
+        return cls(params, init, init_norms2(init), bufs, active, masks, traces, generators, closed,
+                   compact and closed, work=params, wbufs=bufs)
+
+    def state(self, epoch: int) -> dict:
+        """The training state at the end of ``epoch`` (1-based): what ``resume`` takes."""
+        return {"epoch": epoch, "params": [p.detach().cpu() for p in self.params],
+                "bufs": None if self.wbufs is None else [b.detach().cpu() for b in self.wbufs], "sel": self.sel,
+                "active": self.active.cpu(), "generators": [g.get_state() for g in self.generators],
+                "lrs": list(self.lrs), "steps": self.steps, "frozen_any": self.frozen_any,
+                **{k: v.clone() for k, v in self.traces.items()}}
+
+    def resume(self, resume: dict, model: nn.Module, spec: SGDSpec) -> None:
+        E = len(self.generators)
+        if not resume_fits(resume, model, spec, E):
+            raise ValueError(f"the training state to resume does not fit this model and schedule "
+                             f"(E={E}, epochs={spec.epochs})")
+        (self.start_epoch, self.lrs, self.steps, self.frozen_any, self.sel,
+         saved_bufs) = _restore(resume, self.params, self.bufs, self.active, self.traces, self.generators)
+        if self.sel is not None:  # the copies still training, in their own stacks (as compaction left them)
+            self.work = [p.detach()[self.sel] for p in self.params]
+            dev = self.params[0].device
+            self.wbufs = None if saved_bufs is None else [b.to(dev) for b in saved_bufs]
+
+
+def _run_epoch(loop: _Loop, model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec,
+               t: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One pass over the data in minibatches (each copy in its own order); the summed loss and
+    correct counts of the copies that trained, before each update."""
+    lr = spec.lr_at(t)
+    loop.lrs.append(lr)
+    N, B = len(x), min(spec.batch_size, len(x))
+    gens = loop.generators if loop.sel is None else [loop.generators[e] for e in loop.sel]
+    perm = torch.stack([torch.randperm(N, generator=g) for g in gens]).to(x.device)  # (E', N)
+    run_loss = torch.zeros(len(gens), dtype=torch.float64, device=x.device)
+    run_acc = torch.zeros(len(gens), dtype=torch.float64, device=x.device)
+    params, bufs = loop.params, loop.bufs
+    for i in range(0, N, B):
+        idx = perm[:, i:i + B]  # (E', b): each copy its own minibatch
+        if loop.closed:
+            per, correct = _mlp_step(loop.work, loop.wbufs,
+                                     loop.masks if loop.frozen_any and not loop.compact else None,
+                                     x[idx], y[idx], spec, lr)
+        else:
+            out = model(x[idx])  # (E, b, k)
+            per, correct = member_loss(out, y[idx], spec.loss)
+            # copies are independent: the gradient of the sum splits into each copy's own
+            grads = torch.autograd.grad(per.mean(1).sum(), params)
+            with torch.no_grad():
+                steps_ = grads
+                if bufs is not None:
+                    torch._foreach_mul_(bufs, spec.momentum)
+                    torch._foreach_add_(bufs, grads)
+                    steps_ = bufs
+                if loop.frozen_any:  # some copies stopped at the target: mask their update
+                    steps_ = [g * mk for g, mk in zip(steps_, loop.masks)]
+                torch._foreach_add_(params, steps_, alpha=-lr)
+        loop.steps += 1
+        run_loss += per.detach().double().sum(1)
+        run_acc += correct.double().sum(1)
+    return run_loss, run_acc
+
+
+def _record_epoch(loop: _Loop, t: int, run_loss: torch.Tensor, run_acc: torch.Tensor, N: int) -> None:
+    """Write epoch ``t``'s running loss and accuracy and the lazy ratios into the traces (a
+    compacted run first writes the copies still training back into the model)."""
+    tr = loop.traces
+    if loop.sel is None:
+        tr["loss"][:, t] = (run_loss / N).cpu()
+        tr["acc"][:, t] = (run_acc / N).cpu()
+    else:  # the stopped copies repeat their full pass at the stop
+        with torch.no_grad():
+            for p, w in zip(loop.params, loop.work):
+                p[loop.sel] = w
+        tr["loss"][:, t], tr["acc"][:, t] = tr["frozen_loss"], tr["frozen_acc"]
+        tr["loss"][loop.sel, t] = (run_loss / N).cpu()
+        tr["acc"][loop.sel, t] = (run_acc / N).cpu()
+    tr["finite"] &= torch.isfinite(tr["loss"][:, t])
+    with torch.no_grad():
+        whole, layers = lazy_ratios(loop.params, loop.init, loop.base2)
+    tr["kappa"][:, t], tr["kappa_layers"][:, t] = whole.double().cpu(), layers.double().cpu()
+
+
+def _check_target(loop: _Loop, model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec, t: int,
+                  on_target: Callable[[torch.Tensor, int], None] | None) -> bool:
+    """Mark the copies that first meet the targets after epoch ``t`` (a full pass, run only for
+    the copies near them), call ``on_target`` and, with ``stop_at_target``, freeze them (and
+    compact the batch). True when no copy is left training."""
+    tr = loop.traces
+    E = len(loop.generators)
+    near = spec.near_target(tr["loss"][:, t], tr["acc"][:, t]) & (tr["reached"] == 0)
+    newly = torch.zeros(E, dtype=torch.bool)
+    if near.any():
+        full, full_acc = evaluate(model, x, y, spec.loss, E=E)
+        newly = near & spec.at_target(full.cpu(), full_acc.cpu())
+    if not newly.any():
+        return False
+    tr["reached"][newly] = t + 1
+    if on_target is not None:
+        on_target(newly, t + 1)
+    if not spec.stop_at_target:
+        return False
+    tr["stopped"][newly] = t + 1
+    loop.active[newly.to(loop.active.device)] = 0.0
+    loop.frozen_any = True
+    if not loop.active.any():
+        tr["kappa"][:, t + 1:] = tr["kappa"][:, t:t + 1]
+        tr["kappa_layers"][:, t + 1:] = tr["kappa_layers"][:, t:t + 1]
+        return True
+    if loop.compact:  # drop the stopped copies from the batch (the model is current)
+        tr["frozen_loss"][newly] = full.double().cpu()[newly]
+        tr["frozen_acc"][newly] = full_acc.double().cpu()[newly]
+        new = loop.active.nonzero().flatten().tolist()
+        pos = new if loop.sel is None else [loop.sel.index(e) for e in new]  # rows of `work`
+        loop.work = [w.detach()[pos] for w in loop.work]  # fancy indexing: copies
+        loop.wbufs = None if loop.wbufs is None else [b[pos] for b in loop.wbufs]
+        loop.sel = new
+    return False
 
 
 def _restore(resume: dict, params: Sequence[torch.Tensor], bufs: Sequence[torch.Tensor] | None,

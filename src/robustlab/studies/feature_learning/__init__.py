@@ -1,4 +1,4 @@
-"""Study A — feature learning under structured data (seed 000).
+"""Study A — feature learning under structured data (feature learning, ICLR 2025).
 
 The package: ``presets`` (the config and the grids), ``run`` (training and measuring a group of
 seeds), ``claims`` (one function per claim id), ``figures``.
@@ -80,9 +80,19 @@ What the claims meet at these scales (reported, not hidden):
 from __future__ import annotations
 
 from ..base import Preset, Study
-from .claims import claims
+from .claims import CLAIM_SPECS, claims
+from .common import PREMISES
 from .figures import figures
-from .presets import EXPERIMENTS, PAPER_BASE, PAPER_GRID, QUICK_GRID, SOURCE, FeatureLearningConfig
+from .images import PREMISE as _IMAGE_PREMISE
+from .presets import (
+    EXPERIMENTS,
+    MECHANISM_GRID,
+    PAPER_BASE,
+    PAPER_GRID,
+    QUICK_GRID,
+    SOURCE,
+    FeatureLearningConfig,
+)
 from .run import _work, run_points
 
 __all__ = ["STUDY", "FeatureLearningConfig", "run_points", "claims", "figures", "EXPERIMENTS"]
@@ -102,14 +112,19 @@ STUDY = Study(
                                     "digits + mnist5k (14x14, 1000 images)"),
         "paper": Preset(PAPER_BASE, PAPER_GRID, n_seeds=5,
                         description="P=64, 200 samples, m=8, 600 steps, 20-step PGD, 5 seeds; full mnist5k"),
+        "mechanism": Preset({}, MECHANISM_GRID, n_seeds=3,
+                            description="one-step adversarial training at quick scale over the theorem's knobs "
+                                        "(ε × m grid; σ₀, P, q, training length one at a time), judged inside span{v}"),
         # one experiment of the paper preset each (a slice fits a ~15 min budget on 2 cores)
         **{f"paper-{e}": Preset(PAPER_BASE, [b for b in PAPER_GRID if b["experiment"] == [e]], n_seeds=5,
                                 description=f"the paper preset's experiment={e} only")
-           for e in EXPERIMENTS},
+           for e in EXPERIMENTS if any(b["experiment"] == [e] for b in PAPER_GRID)},
     },
     run_points=run_points,
     claims=claims,
     figures=figures,
     ensemble=True,
     weight=_work,  # images and the 16-seed main group first; the extensions' small groups last
+    claim_specs=CLAIM_SPECS,
+    premises={**PREMISES, _IMAGE_PREMISE.name: _IMAGE_PREMISE},
 )

@@ -8,7 +8,11 @@ import pandas as pd
 from ... import stats
 from ...report.plots import mean_band, plt, save
 from ..base import Context, Figure
-from .claims import ACTIVE_MIN, DIVERGED, ROBUST_MIN, SATURATED, _adv_final, _regime, _rows
+from .claims import MECHANISM_KNOBS, mechanism_table
+from .common import ACTIVE_MIN, DIVERGED, ROBUST_MIN, SATURATED
+from .common import rows as _rows
+from .dynamics import regime as _regime
+from .presets import FeatureLearningConfig
 from .run import THREATS
 
 # ----------------------------------------------------------------------------------------
@@ -43,16 +47,16 @@ def _eta_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         if len(nc):
             ax.loglog(nc["eta_tilde"], np.full(len(nc), top), marker, color=color, mfc="none", ls="",
                       label=f"{reg}: no crossing (drawn at the last step)")
-    pts = fin[fin["cross_step"].notna() & (fin["regime"] == "unsaturated")]
-    title = "unsaturated: too few crossings for a fit"
+    pts = fin[fin["cross_step"].notna() & (fin["regime"] == "saturated")]
+    title = "saturated: too few crossings for a fit (the law is judged only there)"
     if pts["eta_tilde"].nunique() >= 2 and len(pts) >= 3:
         e = stats.slope_estimate(pts["eta_tilde"], pts["cross_step"], log_x=True, log_y=True)
         xs = np.array(sorted(pts["eta_tilde"].unique()), float)
         gm = float(np.exp(np.log(pts["cross_step"]).mean()))
         xm = float(np.exp(np.log(pts["eta_tilde"]).mean()))
-        ax.loglog(xs, gm * (xs / xm) ** e.value, "b-", lw=1, label="OLS fit (unsaturated)")
+        ax.loglog(xs, gm * (xs / xm) ** e.value, "r-", lw=1, label="OLS fit (saturated)")
         ax.loglog(xs, gm * (xs / xm) ** -1.0, "k--", lw=1, label="theory: slope −1")
-        title = f"unsaturated slope {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
+        title = f"saturated slope {e.value:.2f} [{e.low:.2f}, {e.high:.2f}]"
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("η̃ (one-step attack step size)")
     ax.set_ylabel("crossing step (A overtakes B)")
@@ -61,24 +65,53 @@ def _eta_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     if "clip_frac_v_phase1" in fin.columns:
         for reg, sub in fin.groupby("regime"):
             color, marker = _REGIME_STYLE.get(reg, ("k", "o"))
-            ax.semilogx(sub["eta_tilde"], sub["clip_frac_v_phase1"], marker, color=color, ls="",
-                        label=f"{reg}: mean over phase 1 (v_y)")
+            ax.semilogx(sub["eta_tilde"], sub["clip_frac_v_before_cross"], marker, color=color, ls="",
+                        label=f"{reg}: largest before the crossing (v_y)")
             ax.semilogx(sub["eta_tilde"], sub["clip_frac_v_max"], marker, color=color, ls="", mfc="none", alpha=0.6)
             ax.semilogx(sub["eta_tilde"], sub["clip_frac_phase1"], ".", color=color, alpha=0.6)
-        ax.axhline(SATURATED, color="tab:red", ls=":", lw=1, label=f"saturated above {SATURATED:g}")
+        ax.axhline(SATURATED, color="tab:red", ls=":", lw=1, label=f"saturated at {SATURATED:g} (A3b's premise)")
         ax.axhline(ACTIVE_MIN, color="tab:grey", ls=":", lw=1, label=f"active: max >= {ACTIVE_MIN:g}")
         ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("η̃")
     ax.set_ylabel("clipped fraction of the one-step perturbation")
     ax.legend(fontsize=6)
     save(fig, ctx.figdir / "crossing_eta.png")
-    return [Figure("figures/crossing_eta.png", "Crossing time against η̃, by perturbation regime",
-                   "Left: crossing step per run (hollow: no crossing), coloured by regime: inactive (the one-step "
-                   "attack never reaches ε along v_y: standard training in effect), unsaturated (at most "
-                   f"{SATURATED:g} of the v_y coordinates clipped over phase 1: the −1 law is judged here), "
-                   f"saturated (judged separately), diverged (max(A, B) > {DIVERGED:g}: the weights left the "
-                   "small-weight regime; excluded). Right: the clipped fraction along v_y on the non-robust patches "
-                   "(filled: phase-1 mean; hollow: maximum) and over all coordinates (dots).")]
+    figs = [Figure("figures/crossing_eta.png", "Crossing time against η̃, by perturbation regime",
+                   "Left: crossing step per run (hollow: no crossing: no real phase 1 or no crossing that lasts), "
+                   "coloured by regime: inactive (the one-step attack never reaches ε along v_y: standard training "
+                   f"in effect), unsaturated (at most {SATURATED:g} of the v_y coordinates clipped before the "
+                   "crossing: outside the law's trigger, not judged), saturated (A3b's Θ(1/η̃) law is judged only "
+                   f"here), diverged (max(A, B) > {DIVERGED:g}: excluded). Right: the clipped fraction along v_y on "
+                   "the non-robust patches (filled: largest before the crossing; hollow: largest over the run) and "
+                   "over all coordinates (dots: phase-1 mean).")]
+    return figs + _clip_trace_figure(df, ctx)
+
+
+def _clip_trace_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """A3's clipped-fraction figure: the fraction of the one-step perturbation's v_y coordinates
+    clipped at ε, per probe step, one curve per η̃ (mean over seeds), the saturation line at ½."""
+    clip = _rows(df, "clip", experiment=["main", "eta"], method="gradient_step")
+    if clip.empty:
+        return []
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    etas = sorted(clip["eta_tilde"].unique())
+    cmap = plt.get_cmap("viridis")
+    for i, eta in enumerate(etas):
+        sub = clip[clip["eta_tilde"] == eta].groupby("step")["clip_frac_v"]
+        m, lo, hi = sub.mean(), sub.min(), sub.max()
+        color = cmap(i / max(1, len(etas) - 1))
+        ax.plot(m.index, m.to_numpy(), color=color, lw=1.2, label=f"η̃ = {eta:g}")
+        ax.fill_between(m.index, lo.to_numpy(), hi.to_numpy(), color=color, alpha=0.15, lw=0)
+    ax.axhline(SATURATED, color="tab:red", ls=":", lw=1, label="saturation (A3b's premise)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("step")
+    ax.set_ylabel("clipped fraction of v_y coordinates")
+    ax.legend(fontsize=6, ncol=2)
+    save(fig, ctx.figdir / "clipped_fraction.png")
+    return [Figure("figures/clipped_fraction.png", "How much of the one-step perturbation is clipped, per step",
+                   "The fraction of the one-step perturbation's v_y coordinates on the non-robust patches that reach "
+                   "the clip at ε, per probe (line: mean over seeds; band: min–max). The paper's phase 2 starts "
+                   f"when this saturates (> {SATURATED:g}); A3b judges the Θ(1/η̃) law only on runs that do.")]
 
 
 def _counter_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
@@ -111,7 +144,7 @@ def _counter_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     ax.set_ylim(-0.02, 1.02)
     ax.legend(fontsize=6)
     ax = axes[1]
-    fin = _adv_final(df)
+    fin = _rows(df, "final", experiment="main", method="gradient_step")
     names = list(THREATS)
     bars = {}
     if not fin.empty and f"threat_{names[0]}" in fin.columns:
@@ -122,8 +155,8 @@ def _counter_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         if len(dflt):
             bars["hand-set robust (Assumption 2.3 holds)"] = [float(dflt[f"threat_{n}"].mean()) for n in names] + \
                 [float(dflt["feature_acc"].mean()), float(dflt["pgd_acc"].mean())]
-    labels = ["l_inf every patch", "l_inf on J_NR only", "per-patch l2", "span of v (every patch)",
-              "paper: −ε v_y on J_NR", "l_inf PGD"]
+    labels = ["l_inf every patch (u)", "l_inf on J_NR only (u)", "per-patch l2 (u)", "v swap (every patch)",
+              "u and v (every patch)", "paper: −ε v_y on J_NR", "l_inf PGD"]
     width = 0.8 / max(1, len(bars))
     for i, (name, vals) in enumerate(bars.items()):
         ax.bar(np.arange(len(labels)) + (i - (len(bars) - 1) / 2) * width, vals, width, label=name)
@@ -145,8 +178,52 @@ def _counter_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
                    f"accuracy >= {ROBUST_MIN:g} (dotted) only under: {survive}.")]
 
 
+def _mechanism_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """Robust accuracy inside span{v} over ε/β × m (left), and one knob at a time (right)."""
+    tab = mechanism_table(df)
+    if tab.empty:
+        return []
+    base = FeatureLearningConfig()
+    others = [k for k in MECHANISM_KNOBS if k not in ("eps", "m")]
+    grid = tab[np.logical_and.reduce([np.isclose(tab[k].astype(float), float(getattr(base, k))) if k != "steps"
+                                      else tab[k] == tab[tab["m"] == base.m]["steps"].min() for k in others])]
+    fig, axes = plt.subplots(1, 2, figsize=(10.4, 3.8))
+    ax = axes[0]
+    if len(grid) and grid["eps"].nunique() > 1 and grid["m"].nunique() > 1:
+        piv = grid.pivot_table(index="m", columns="eps_over_beta", values="span_v_acc")
+        im = ax.imshow(piv.to_numpy(), origin="lower", vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(piv.shape[1]))
+        ax.set_xticklabels([f"{x:g}" for x in piv.columns])
+        ax.set_yticks(range(piv.shape[0]))
+        ax.set_yticklabels([f"{int(x)}" for x in piv.index])
+        for (i, j), val in np.ndenumerate(piv.to_numpy()):
+            ax.text(j, i, f"{val:.2f}", ha="center", va="center", color="w" if val < 0.6 else "k", fontsize=8)
+        fig.colorbar(im, ax=ax, label="accuracy inside span{v}")
+        ax.set_xlabel("training ε / β  (ε / α = 0.4 × this)")
+        ax.set_ylabel("neurons per class m")
+    ax = axes[1]
+    single = tab.drop(grid.index)
+    ref = grid.iloc[0] if len(grid) else tab.iloc[0]  # the grid's other knobs: the baseline of the bars
+    labels = [", ".join(f"{k}={r[k]:g}" for k in others if not np.isclose(float(r[k]), float(ref[k])))
+              or "default" for _, r in single.iterrows()]
+    if len(single):
+        xs = np.arange(len(single))
+        ax.bar(xs - 0.2, single["span_v_acc"], 0.4, label="accuracy inside span{v}")
+        ax.bar(xs + 0.2, single["u_neuron_share_worst"], 0.4, label="share of u-neurons (worst class)")
+        ax.set_xticks(xs)
+        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=7)
+    ax.axhline(ROBUST_MIN, color="k", ls=":", lw=1)
+    save(fig, ctx.figdir / "mechanism.png")
+    return [Figure("figures/mechanism.png", "Where one-step adversarial training becomes robust inside span{v}",
+                   "Left: accuracy under the worst of the v swap and span{v} PGD (mean over seeds) over training ε/β and "
+                   "neurons per class m, the other knobs at their defaults. Right: σ₀, P, q and the training length one "
+                   "at a time, with the worst class's share of neurons that prefer u. Dotted: the 0.9 that reads robust.")]
+
+
 def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
-    figs: list[Figure] = []
+    figs: list[Figure] = _mechanism_figure(df, ctx)
     probes = _regimes(df, "probe")
     if probes:
         fig, axes = plt.subplots(1, len(probes), figsize=(4.6 * len(probes), 3.2), squeeze=False)

@@ -11,6 +11,7 @@ from ...data.patches import (
     PatchSpec,
 )
 from ...models.patch_cnn import ACTIVATIONS
+from ...papers import FEATURE_LEARNING
 from ...train.feature import (
     METHODS,
     FeatureTrainSpec,
@@ -18,8 +19,9 @@ from ...train.feature import (
 from ...train.images import ImageTrainSpec
 from ..base import SEEDS_KEY
 
-EXPERIMENTS = ("main", "eta", "eps", "activation", "attack", "basis", "overlap", "counter", "images")
-SOURCE = "Seed 000: Adversarial training can provably improve robustness (ICLR 2025)"
+EXPERIMENTS = ("main", "eta", "eps", "activation", "attack", "basis", "overlap", "counter", "limit", "mechanism",
+               "images")
+SOURCE = FEATURE_LEARNING.short
 
 
 
@@ -30,7 +32,7 @@ class FeatureLearningConfig(Config):
                             choices=EXPERIMENTS)
     method: str = param("gradient_step", "training: standard, gradient_step (the theory's one step "
                         "x + clip(η̃∇ℓ)), fgsm or pgd; images use standard or pgd", choices=METHODS)
-    # data (Seed 000 Def. 2.2)
+    # data (feature learning, ICLR 2025, Def. 2.2)
     k: int = param(2, "classes", ge=1)
     P: int = param(48, "patches per sample", ge=1)
     d: int = param(64, "patch dimension (noise sigma_n = 1/sqrt(d) by default)", ge=1)
@@ -46,7 +48,7 @@ class FeatureLearningConfig(Config):
     overlap: bool = param(False, "robust patches also carry beta v_y (the authors' overlapping generalisation)")
     n_train: int = param(64, "training samples", ge=1)
     n_test: int = param(200, "held-out samples for the accuracies", ge=1)
-    # model (Seed 000 Sec. 2)
+    # model (feature learning, ICLR 2025, Sec. 2)
     m: int = param(4, "neurons per class", ge=1)
     activation: str = param("smooth_relu", "activation", choices=ACTIVATIONS)
     q: float = param(3.0, "smoothed-ReLU power (the theory: q >= 3)")
@@ -64,6 +66,9 @@ class FeatureLearningConfig(Config):
     pgd_eval_every: int = param(0, "PGD robust accuracy every n steps (0: at the end only)", ge=0)
     eval_eps: float = param(0.4, "budget of the evaluation attacks (fixed across the eps sweep)", ge=0)
     eval_pgd_steps: int = param(10, "steps of the evaluation PGD (margin loss, random start)", ge=0)
+    span_steps: int = param(100, "steps of the PGD confined to span{v} in every patch (A2's strongest attack there)",
+                            ge=1)
+    span_restarts: int = param(4, "random starts of that PGD (per-sample worst case)", ge=1)
     # real images
     dataset: str = param("digits", "images: digits, mnist5k (embedded) or mnist, cifar10, svhn (--set data_dir=)",
                          choices=("digits", "mnist5k", "mnist", "cifar10", "svhn"))
@@ -83,6 +88,8 @@ class FeatureLearningConfig(Config):
                                        "10-step PGD)", ge=0)
     ilyas: bool = param(True, "run the non-robust-dataset test on the standard model")
     ilyas_steps: int = param(10, "targeted attack steps for the non-robust dataset", ge=1)
+    ilyas_mirror: bool = param(False, "also build the non-robust dataset from the PGD-trained model (the mirror "
+                               "transfer test: near chance if that model relies on robust features)")
 
     def check(self) -> None:
         if self.q < 1:
@@ -134,6 +141,16 @@ ETA_GRID = [0.5, 1.5, 5.0, 25.0, 50.0, 150.0]
 COUNTER_GRID = {"experiment": ["counter"], "method": ["standard"], "P": [2, 4, 8, 16, 32, 64, 128],
                 "eval_eps": [0.1, 0.2, 0.3, 0.4]}
 
+# A2c's attribution: hand-set robust weights at the quick preset's P and the budgets (as ε, α = 1)
+# where the trained networks' failures are compared threat by threat
+ATTRIBUTION_GRID = {"experiment": ["counter"], "method": ["standard"], "P": [48], "eval_eps": [0.15, 0.2, 0.4]}
+# A4, a self-check: the one-step code path at vanishing ε against standard training (same seeds and
+# steps). 100 steps: the check is of the code path, which the first steps exercise as much as the last
+LIMIT_EPS = [1e-4, 1e-3, 1e-2]
+LIMIT_GRID = [{"experiment": ["limit"], "method": ["standard"], "steps": [100], SEEDS_KEY: [2]},
+              {"experiment": ["limit"], "method": ["gradient_step"], "eps": LIMIT_EPS, "steps": [100],
+               SEEDS_KEY: [2]}]
+
 _SYNTH = [
     {"experiment": ["main"], "method": ["standard", "gradient_step"]},
     # η̃ over 2.5 decades around the default 15: from a perturbation far inside the ball (0.5–5:
@@ -145,6 +162,8 @@ _SYNTH = [
     {"experiment": ["basis"], "method": ["standard", "gradient_step"], "basis": ["rotated"]},
     {"experiment": ["overlap"], "method": ["standard", "gradient_step"], "overlap": [True]},
     COUNTER_GRID,
+    ATTRIBUTION_GRID,
+    *LIMIT_GRID,
 ]
 
 # The quick preset: the defaults (200 steps at lr 3) for the reviewer extensions, with four
@@ -199,7 +218,7 @@ QUICK_GRID = [
     {"experiment": ["eps"], "method": ["gradient_step"], "eps": [0.0, 0.2, 0.3, 0.5, 0.7], "steps": [QUICK_STEPS]},
     *[b for b in _SYNTH if b["experiment"][0] not in ("main", "eta", "eps")],
     {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [6],
-     SEEDS_KEY: [QUICK_IMAGE_SEEDS]},
+     "ilyas_mirror": [True], SEEDS_KEY: [QUICK_IMAGE_SEEDS]},
     {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["mnist5k"], "image_size": [14],
      "max_train": [800], "max_test": [300], "epochs": [6], "image_lr": [0.1], "image_batch": [32],
      "image_pgd_steps": [3], SEEDS_KEY: [QUICK_IMAGE_SEEDS]},
@@ -214,9 +233,30 @@ PAPER_GRID = [
     {"experiment": ["basis"], "method": ["standard", "gradient_step"], "basis": ["rotated"]},
     {"experiment": ["overlap"], "method": ["standard", "gradient_step"], "overlap": [True]},
     COUNTER_GRID,
-    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [30]},
+    ATTRIBUTION_GRID,
+    *LIMIT_GRID,
+    {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["digits"], "epochs": [30],
+     "ilyas_mirror": [True]},
     {"experiment": ["images"], "method": ["standard", "pgd"], "dataset": ["mnist5k"], "epochs": [15],
-     "image_lr": [0.1], "image_batch": [32]},
+     "image_lr": [0.1], "image_batch": [32], "ilyas_mirror": [True]},
+]
+
+# The mechanism (A2's "find out which"): one-step adversarial training at quick scale over the knobs the
+# theorem's conditions name (Thm 4.4 with Assumption 2.3: neurons per class m, ε/β and ε/α, the init
+# scale σ₀, the number of patches P, the training length, the power q), each model judged by the
+# strongest attack inside span{v}. A 2-D grid over the two knobs that move the balance between the
+# features most directly (ε/β: at ε > β the one-step attack reverses v during training; m: the
+# theorem's width, over-parameterised in its analysis) and one knob at a time around the defaults
+# for the rest. 3 seeds: a map of where the models become robust in span{v}, not a verdict per cell.
+MECHANISM_EPS = [0.4, 0.5, 0.6, 0.8]
+MECHANISM_M = [2, 4, 8, 16]
+MECHANISM_GRID = [
+    {"experiment": ["mechanism"], "method": ["gradient_step"], "eps": MECHANISM_EPS, "m": MECHANISM_M,
+     "steps": [QUICK_STEPS]},
+    {"experiment": ["mechanism"], "method": ["gradient_step"], "sigma0": [0.01, 0.2], "steps": [QUICK_STEPS]},
+    {"experiment": ["mechanism"], "method": ["gradient_step"], "P": [16, 32, 96], "steps": [QUICK_STEPS]},
+    {"experiment": ["mechanism"], "method": ["gradient_step"], "q": [4.0], "steps": [QUICK_STEPS]},
+    {"experiment": ["mechanism"], "method": ["gradient_step"], "steps": [1600]},
 ]
 
 PAPER_BASE = {"P": 64, "n_train": 200, "n_test": 500, "m": 8, "steps": 600, "eval_every": 100,

@@ -10,7 +10,7 @@ import warnings
 
 import torch
 
-from ...attacks.every_patch import every_patch, every_patch_bound
+from ...attacks.every_patch import every_patch, every_patch_bound, span_pgd
 from ...data import images as image_data
 from ...data import load_images
 from ...data.patches import (
@@ -57,12 +57,16 @@ def run_points(cfgs: list[FeatureLearningConfig], device: str = "cpu") -> list:
 # the evaluation budgets (as ε/α) of the trained networks' every-patch / PGD sweep: it crosses
 # the every-patch boundary (α/ε − 1)^q = P, at ε/α ≈ 0.22 for P = 48, q = 3, from both sides
 EPS_OVER_ALPHA = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+# the threats run at the budgets of A2c's attribution (as ε/α), to attribute a failure to the feature
+# it plants: u on every patch, the v swap, or both; the other budgets run u on every patch only
+ATTRIBUTION_EPS = (0.15, 0.2, 0.4)
+SWEEP_THREATS = ("linf_all", "nonrobust_subspace", "linf_uv")
 # hand-set robust weights w_{i,r} = a u_i with α·a = HAND_SCALE·ρ: inside σ̃'s polynomial part,
 # where the ratio the every-patch bound names is largest (the most favourable robust solution)
 HAND_SCALE = 0.5
 
 
-THREATS = ("linf_all", "linf_nonrobust_patches", "l2_per_patch", "nonrobust_subspace")
+THREATS = ("linf_all", "linf_nonrobust_patches", "l2_per_patch", "nonrobust_subspace", "linf_uv")
 
 
 def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, ...] = THREATS) -> dict:
@@ -73,7 +77,9 @@ def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, 
     * ``linf_nonrobust_patches``: ℓ∞ confined to the non-robust patches J_NR (ε(u_j − u_y) there);
     * ``l2_per_patch``: ‖δ_p‖₂ ≤ ε in every patch: ε(u_j − u_y)/√2 on every patch;
     * ``nonrobust_subspace``: δ_p in the span of the non-robust features (the paper's attack
-      geometry): ε(v_j − v_y) on every patch.
+      geometry): ε(v_j − v_y) on every patch (the targeted swap);
+    * ``linf_uv``: both at once, ε(u_j − u_y) + ε(v_j − v_y) on every patch (within the ℓ∞ ball
+      for one-hot features: the two act on different coordinates).
     """
     joined = by_copies(_threat_rows, model, (features, test), eps, names)
     if joined is not None:  # a few copies at a time (the same numbers, in cache; see member_chunks)
@@ -88,7 +94,8 @@ def _threat_rows(model: PatchCNN, features, test, eps: float, names: tuple[str, 
         clean_ok = flat(x).argmax(-1) == y
     out = {}
     for name, dirs, kw in (("linf_all", u, {}), ("linf_nonrobust_patches", u, {"mask": fold(test.nonrobust)}),
-                           ("l2_per_patch", u, {"norm": "l2_patch"}), ("nonrobust_subspace", v, {})):
+                           ("l2_per_patch", u, {"norm": "l2_patch"}), ("nonrobust_subspace", v, {}),
+                           ("linf_uv", u + v, {})):
         if name in names:
             x_adv = every_patch(flat, x, y, dirs, eps, **kw)
             with torch.no_grad():
@@ -130,6 +137,77 @@ def _phase1_mean(steps: list[int], values: torch.Tensor, cross: float | None) ->
     return float(values[sel].double().mean())
 
 
+# the experiments whose trained models are asked which feature they use (A2's four parts)
+FEATURE_USE = ("main", "attack", "mechanism")
+SATURATION = 0.5  # the one-step perturbation saturates when > half its v_y coordinates are clipped
+
+
+def _saturation(steps: list[int], frac_v: torch.Tensor, cross: float | None) -> dict:
+    """T₀, the saturation time (first probe where more than :data:`SATURATION` of the v_y
+    coordinates of the one-step perturbation are clipped at ε; None if never), and the largest
+    clipped fraction at probes before the crossing (the whole run without one): A3b's premise."""
+    s = torch.tensor(steps, dtype=torch.float64)
+    before = s < cross if cross is not None else torch.ones_like(s, dtype=torch.bool)
+    over = (frac_v > SATURATION).nonzero()
+    return {"saturation_step": float(s[int(over[0])]) if len(over) else None,
+            "clip_frac_v_before_cross": float(frac_v[before].max()) if bool(before.any()) else 0.0}
+
+
+def _per_class(values: torch.Tensor, y: torch.Tensor, k: int) -> list[list[float]]:
+    """Per member, the mean of ``values`` (E, N) over the samples of each class: (E, k) as lists."""
+    onehot = torch.nn.functional.one_hot(y, k).to(values.dtype)  # (E, N, k)
+    per = torch.einsum("en,enk->ek", values, onehot) / onehot.sum(1).clamp_min(1)
+    return [[round(float(v), 6) for v in row] for row in per]
+
+
+def _feature_use(model: PatchCNN, features, test, base: FeatureLearningConfig, seeds: list[int]) -> dict:
+    """Which feature the trained model uses (A2's parts), per member (lists of length E):
+
+    * ``span_swap_acc``: accuracy under the targeted swap ε(v_j − v_y) on every patch;
+    * ``span_pgd_acc``: under ℓ∞ PGD confined to span{v} in every patch
+      (:func:`~robustlab.attacks.every_patch.span_pgd`, ``span_steps`` × ``span_restarts``);
+    * ``span_v_acc``: the per-sample worst case of the two (a point counts only if it survives
+      both, and is correct when clean), with ``span_v_acc_i`` per class;
+    * ``v_only_acc``: clean accuracy on the test inputs with their span{u} component removed
+      (the robust feature deleted; the non-robust one left), ``v_only_acc_i`` per class;
+    * ``robust_logit_share``: the share of the true-class logit ``F_y`` carried by the robust
+      patches, ``Σ_{p∈J_R} Σ_r σ̃(⟨w_{y,r}, x_p⟩) / F_y``, averaged over test points (per class
+      in ``robust_logit_share_i``);
+    * ``u_neuron_share_i``: per class, the share of its neurons with ⟨w, u_i⟩ > ⟨w, v_i⟩.
+    """
+    E, k, m = model.E, model.k, model.m
+    eps = base.eval_eps
+    x, y = test.x, test.y
+    with torch.no_grad():
+        clean_ok = model(x).argmax(-1) == y  # (E, N)
+        flat = Flat(model, E).eval()
+        v = features.v.to(x.dtype).repeat_interleave(x.shape[1], dim=0)
+        swap = every_patch(flat, fold(x), fold(y), v, eps).view_as(x)
+        swap_ok = (model(swap).argmax(-1) == y) & clean_ok
+    # each member its own generator: its numbers do not depend on E
+    _, margin = span_pgd(model, x, y, features.v, eps, steps=base.span_steps, restarts=base.span_restarts,
+                         generators=[make_generator(s, "span-pgd") for s in seeds])
+    pgd_ok = (margin > 0) & clean_ok
+    worst = swap_ok & pgd_ok
+    with torch.no_grad():
+        u = features.u.to(x.dtype)  # (E, k, d)
+        x_v = x - torch.einsum("enpj,ejd->enpd", torch.einsum("enpd,ejd->enpj", x, u), u)
+        v_ok = model(x_v).argmax(-1) == y
+        act = model.act(model.preactivations(x))  # (E, N, P, k, m)
+        own = act.sum(-1).gather(-1, y[:, :, None, None].expand(-1, -1, x.shape[2], 1)).squeeze(-1)  # (E, N, P)
+        share = (own * test.robust.to(own.dtype)).sum(-1) / own.sum(-1).clamp_min(1e-30)
+        a_n, b_n = model.feature_alignment(features.u), model.feature_alignment(features.v)  # (E, k, m)
+        u_share = (a_n > b_n).to(x.dtype).mean(-1)  # (E, k)
+    mean = lambda t: [float(r) for r in t.to(x.dtype).mean(1)]  # noqa: E731 - (E, N) -> per member
+    return {"span_swap_acc": mean(swap_ok), "span_pgd_acc": mean(pgd_ok), "span_v_acc": mean(worst),
+            "span_v_acc_i": _per_class(worst.to(x.dtype), y, k), "v_only_acc": mean(v_ok),
+            "v_only_acc_i": _per_class(v_ok.to(x.dtype), y, k), "robust_logit_share": mean(share),
+            "robust_logit_share_i": _per_class(share, y, k),
+            "u_neuron_share_i": [[round(float(v_), 6) for v_ in row] for row in u_share],
+            "A_minus_B_neuron_mean": [float(r) for r in (a_n - b_n).mean(dim=(1, 2))],
+            "neurons_per_class": [m] * E}
+
+
 def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     base = cfgs[0]
     if base.experiment == "counter":
@@ -138,8 +216,8 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AssumptionWarning)
         report = check_assumptions(spec, q=base.q, eps=base.eps if base.method != "standard" else base.eval_eps)
-    for w in caught:  # once per group (not per seed), still visible to the user
-        warnings.warn(w.message, AssumptionWarning, stacklevel=2)
+    for w in caught if base.experiment != "limit" else ():  # once per group (not per seed), still visible;
+        warnings.warn(w.message, AssumptionWarning, stacklevel=2)  # limit's tiny ε is below β by design
     seeds = [c.seed for c in cfgs]
     features, train, test = sample_ensemble(spec, seeds, base.n_train, base.n_test, make_generator)
     features, train, test = features.to(dev), train.to(dev), test.to(dev)
@@ -158,6 +236,7 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     assumption = {f"assume_{k}": v for k, v in report.items() if k not in ("violations", "q", "eps")}
     assumption["assume_violations"] = "; ".join(report["violations"])
     threats = _threat_rows(model, features, test, base.eval_eps)
+    use = _feature_use(model, features, test, base, seeds) if base.experiment in FEATURE_USE else None
     sweep = []
     # every-patch and PGD across the budget, on the adversarially trained networks (A2d's evidence
     # and the counter figure read only those; on the standard ones it cost ~40% of the main block)
@@ -166,8 +245,8 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
             eps = r * base.alpha
             ts = dataclasses.replace(tspec, eval_eps=eps)
             pgd = pgd_accuracy(model, test, ts, g(f"eval-sweep-{r}"))  # (what evaluate_patch_cnn's PGD gives)
-            ep = _threat_rows(model, features, test, eps, ("linf_all",))["linf_all"]
-            sweep.append((r, eps, pgd.cpu(), ep.cpu()))
+            th = _threat_rows(model, features, test, eps, SWEEP_THREATS if r in ATTRIBUTION_EPS else SWEEP_THREATS[:1])
+            sweep.append((r, eps, pgd.cpu(), {n: a.cpu() for n, a in th.items()}))
     out = []
     for e in range(len(cfgs)):
         rows: list[dict] = []
@@ -192,10 +271,13 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
                 rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j])})
             clip_cols = {"clip_frac_phase1": _phase1_mean(cs, fa_e, cross),
                          "clip_frac_v_phase1": _phase1_mean(cs, fv_e, cross),
-                         "clip_frac_v_max": float(fv_e.max())}
-        for r, eps, pgd, ep in sweep:
+                         "clip_frac_v_max": float(fv_e.max()),
+                         **_saturation(cs, fv_e, cross)}
+        for r, eps, pgd, th in sweep:
             rows.append({"kind": "eps_sweep", "eps_over_alpha": r, "attack_eps": eps, "pgd_acc": float(pgd[e]),
-                         "every_patch_acc": float(ep[e]),
+                         "every_patch_acc": float(th["linf_all"][e]),
+                         **({"v_swap_acc": float(th["nonrobust_subspace"][e]), "uv_every_patch_acc": float(th["linf_uv"][e])}
+                            if "linf_uv" in th else {}),
                          "bound_ratio": every_patch_bound(base.alpha, eps, base.q, base.P)})
         final = {"kind": "final", "step": int(hist.probe_steps[-1]), "A": float(A[e, -1]), "B": float(B[e, -1]),
                  "A_minus_B": float(A[e, -1] - B[e, -1]), "loss": float(hist.loss[e, -1]),
@@ -203,7 +285,7 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
                  "pgd_acc": float(hist.pgd_acc[e, -1]), "cross_step": cross, "b_peak_step": b_peak,
                  "chance": 1.0 / base.k, **{f"threat_{n}": float(a[e]) for n, a in threats.items()},
                  "every_patch_bound": every_patch_bound(base.alpha, base.eval_eps, base.q, base.P),
-                 **clip_cols, **assumption}
+                 **clip_cols, **assumption, **({k: v[e] for k, v in use.items()} if use else {})}
         rows.append(final)
         out.append(rows)
     return out
@@ -260,7 +342,9 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
                         batch_generator=g("image-batches"), attack_generator=g("image-train-attack"),
                         eval_generator=g("image-eval-attack"))
     ilyas = None
-    if base.method == "standard" and base.ilyas and base.image_eps > 0:
+    # the test on the standard model; its mirror (ilyas_mirror) on the PGD-trained one: the same
+    # construction from a model that should rely on robust features
+    if base.ilyas and base.image_eps > 0 and (base.method == "standard" or base.ilyas_mirror):
         x_nr, t_nr, success = nonrobust_dataset(model, data.x_train, data.y_train, k, eps=base.image_eps,
                                                 steps=base.ilyas_steps, step_size=base.image_eps / 4,
                                                 generator=g("ilyas-targets"))
@@ -309,7 +393,8 @@ def _work(cfg: FeatureLearningConfig) -> float:
     macs = 9 * side * side * c.width * (channels + c.width / 2)  # conv C→w at full size, w→2w at half
     train = c.epochs * n_train * 3 * (1 + (2 * c.image_pgd_steps if c.method == "pgd" else 0))
     evals = (c.epochs // c.image_eval_every + 1) * n_test * 21 + n_test * 4 * c.image_final_pgd_steps
-    ilyas = (2 * c.ilyas_steps + 3 * c.epochs) * n_train if c.method == "standard" and c.ilyas else 0
+    ilyas = (2 * c.ilyas_steps + 3 * c.epochs) * n_train if c.ilyas and (c.method == "standard" or c.ilyas_mirror) \
+        else 0
     return float(macs * (train + evals + ilyas))
 
 

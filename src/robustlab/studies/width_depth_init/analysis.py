@@ -1,53 +1,222 @@
-"""Views of the width-depth-init results table shared by the claims and the figures."""
+"""Views of the width-depth-init results table shared by the claims and the figures: the
+moments of measurement, the premises a point must meet, and the bootstrap of Def. 1's mean."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .run import (
-    ACC_FLOOR,
-    AT_TARGET,
-    WidthDepthInitConfig,
-)
+from ... import claims as cl
+from ...stats import Estimate
+from .run import ACC_FLOOR, WidthDepthInitConfig
 
 # ---------------------------------------------------------------------------------------
-# analysis helpers
+# thresholds of the premises, fixed before any run of this version (issue 35); the reasons:
+#
+# KAPPA_LAZY: Thm 1 bounds networks that stay near their initialisation (lazy training);
+#   κ = ‖θ − θ₀‖ / ‖θ₀‖ ≤ 0.3 keeps every weight matrix within about a third of its initial
+#   norm, where the linearisation the theorem rests on still describes the network (Chizat
+#   et al. 2019's lazy regime is κ → 0; 0.3 is the loosest bound we would still call lazy).
+# FD_TOL: the stability P is the linear formula E‖J δ‖²; it describes the network's actual
+#   change under a δ of radius ε only where the finite difference ‖f(x+δ) − f(x)‖² agrees
+#   with it. Within 10 % (|ratio − 1| ≤ 0.1) the error in log P is ≤ 0.1, against effects of
+#   ln 2 ≈ 0.69 per layer (depth) and ~1 in log P (the width peak).
+KAPPA_LAZY = 0.3
+FD_TOL = 0.1
+N_BOOT = 1000  # bootstrap resamples (percentile 95 % intervals)
 
-PROTOCOLS = {"target": "at equal training loss (target_loss)", "end": "at the end of the schedule"}
+PROTOCOLS = {"target": "at equal fit (the first epoch a network reached target_acc)",
+             "end": "at the end of the schedule", "init": "at initialisation",
+             "early": "at the end of epoch early_epoch"}
+
+UNIT = ("point", "seed")  # one network: the premises count and drop these
 
 
 def finals(df: pd.DataFrame) -> pd.DataFrame:
+    """The final rows, one per network: a network that two grid blocks both ran (the same
+    config but for ``init_draws``, which only adds untrained draws) is kept once, with its draws."""
     if "kind" not in df.columns:
         return df.iloc[0:0]
-    return df[df["kind"] == "final"]
+    f = df[df["kind"] == "final"]
+    if "init_draws" not in f.columns or f.empty:
+        return f
+    keys = [k for k in WidthDepthInitConfig.field_names() if k in f.columns and k not in _NOT_NETWORK]
+    text = f[keys].astype(str)
+    order = f["init_draws"].fillna(0).to_numpy()
+    keep = ~text.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o").duplicated()
+    return f.loc[keep.index[keep.to_numpy()]].sort_index()
+
+
+_NOT_NETWORK = {"init_draws", "fd_points", "mc_samples", "mc_points", "mc_init", "mc_depth", "mc_width"}
+
+
+def _fit_end(f: pd.DataFrame) -> pd.Series:
+    """At the end of the schedule, did the network fit as well as the target asks?"""
+    tgt = f["target_acc"] if "target_acc" in f.columns else pd.Series(0.0, index=f.index)
+    bound = tgt.where(tgt > 0, ACC_FLOOR)
+    return pd.to_numeric(f["train_acc"], errors="coerce") >= bound
 
 
 def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
-    """Final rows with ``stability``/``train_acc``/``test_acc``/``train_loss`` and a ``trained``
-    flag taken from one protocol.
+    """Final rows with the columns of one moment of measurement: ``stability``, ``train_acc``,
+    ``test_acc``, ``train_loss``, ``fd`` (finite difference / linear formula), ``kappa_m`` (κ
+    then) and ``fit`` (the network is at the target fit then), plus ``trained`` (= ``fit``).
 
-    ``target``: measured when the seed's training loss first reached ``target_loss``;
-    trained means it did reach it. ``end``: measured at the end of the schedule; trained
-    means a training accuracy of at least ``ACC_FLOOR``.
+    ``target``: when the network first reached the targets (NaN where it never did: those
+    networks fail ``fit`` and are excluded, never measured elsewhere in their place); ``end``:
+    at the end of the schedule, ``fit`` where its training accuracy meets the target there;
+    ``init``: before training (κ = 0, ``fit`` true); ``early``: after epoch ``early_epoch``.
     """
     v = f.copy()
+    col = lambda c: v[c] if c in v.columns else pd.Series(np.nan, index=v.index)  # noqa: E731
     if protocol == "target":
-        for k in AT_TARGET:
-            v[k] = v[f"{k}_at_target"]
-        v["trained"] = v["reached_target"].astype(bool)
+        for k in ("stability", "train_loss", "train_acc", "test_acc"):
+            v[k] = col(f"{k}_at_target")
+        v["fd"], v["kappa_m"] = col("fd_ratio_at_target"), col("kappa_at_target")
+        v["fit"] = col("reached_target").fillna(False).astype(bool)
+    elif protocol == "end":
+        v["fd"], v["kappa_m"], v["fit"] = col("fd_ratio"), col("kappa"), _fit_end(v)
+    elif protocol == "init":
+        v["stability"], v["fd"], v["kappa_m"], v["fit"] = col("stability_init"), col("fd_ratio_init"), 0.0, True
+    elif protocol == "early":
+        v["stability"], v["fd"], v["kappa_m"] = col("stability_early"), col("fd_ratio_early"), np.nan
+        v["train_acc"], v["train_loss"] = col("train_acc_early"), col("train_loss_early")
+        v["fit"] = False
     else:
-        v["trained"] = v["train_acc"] >= ACC_FLOOR
+        raise ValueError(f"protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")
+    v["trained"] = v["fit"]
     return v
 
 
 def protocols(f: pd.DataFrame) -> list[str]:
-    """The protocols the results support, the one the claims are judged on first."""
-    has_target = ("target_loss" in f.columns and "stability_at_target" in f.columns
-                  and bool((f["target_loss"] > 0).all()))
-    return ["target", "end"] if has_target else ["end"]
+    """The moments the results support for trained networks, the claims' own first."""
+    has = "stability_at_target" in f.columns and "reached_target" in f.columns
+    return ["target", "end"] if has else ["end"]
+
+
+def _classes(df: pd.DataFrame) -> pd.Series:
+    out = pd.to_numeric(df["outputs"], errors="coerce") if "outputs" in df.columns else pd.Series(np.nan, df.index)
+    return out.where(out > 1, 2)  # one output (squared loss) separates two classes
+
+
+def _early_open(df: pd.DataFrame) -> pd.Series:
+    tgt = df["target_acc"] if "target_acc" in df.columns else pd.Series(ACC_FLOOR, index=df.index)
+    return pd.to_numeric(df.get("train_acc_early"), errors="coerce") < tgt.where(tgt > 0, ACC_FLOOR)
+
+
+PREMISES: dict[str, cl.Premise] = {
+    "equal-fit": cl.premise_true("equal-fit", "fit", "at the target fit when measured (target_acc reached; "
+                                                      "at the end of the schedule: training accuracy >= target_acc)"),
+    "lazy": cl.premise_at_most("lazy", "kappa_m", KAPPA_LAZY, "kappa = |theta - theta0| / |theta0| when measured"),
+    "width>=classes": cl.Premise("width>=classes", "width >= the number of classes (no bottleneck below k)",
+                                 lambda df: pd.to_numeric(df["width"]) >= _classes(df)),
+    "fd-linear": cl.Premise("fd-linear", f"|finite difference / linear formula - 1| <= {FD_TOL:g} at radius eps "
+                                         "(sum |f(x+d) - f(x)|^2 / sum |J d|^2, one d per held-out point)",
+                            lambda df: (pd.to_numeric(df["fd"], errors="coerce") - 1).abs() <= FD_TOL),
+    "early-window": cl.Premise("early-window", "not yet at the target fit at epoch early_epoch (Thm 3: early "
+                                               "training)", _early_open),
+    "over-parameterised": cl.Premise("over-parameterised", "width >= the number of training points (kappa, §5.2)",
+                                     lambda df: pd.to_numeric(df["width"]) >= pd.to_numeric(df["n_train"])),
+}
+
+
+def kept(v: pd.DataFrame, names: Sequence[str]) -> tuple[pd.DataFrame, list[cl.Exclusion]]:
+    """The networks of ``v`` meeting every named premise, and what each premise excluded."""
+    unit = [u for u in UNIT if u in v.columns] or None
+    return cl.apply_premises(v, [PREMISES[n] for n in names], unit=unit)
+
+
+def merge_exclusions(groups: Sequence[Sequence[cl.Exclusion]]) -> list[cl.Exclusion]:
+    """Sum the exclusions of several parts, premise by premise."""
+    out: dict[str, list[int]] = {}
+    detail: dict[str, str] = {}
+    for g in groups:
+        for e in g:
+            c = out.setdefault(e.premise, [0, 0])
+            c[0] += e.excluded
+            c[1] += e.of
+            detail[e.premise] = e.detail
+    return [cl.Exclusion(p, n, of, detail[p]) for p, (n, of) in out.items()]
+
+
+# ---------------------------------------------------------------------------------------
+# Def. 1's quantity: the log of the mean over networks, with a bootstrap over networks
+
+def log_means(groups: Sequence[np.ndarray]) -> np.ndarray:
+    """``log mean P`` of every group (P = 0 networks kept in the mean; a group whose mean is 0
+    gives −inf)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.array([np.mean(g) for g in groups], dtype=np.float64))
+
+
+def boot_log_means(groups: Sequence[np.ndarray], n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
+    """``(n_boot, G)``: ``log mean P`` of every group in each resample, networks resampled
+    within each group (groups are different networks: a depth, a width)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_boot, len(groups)))
+    with np.errstate(divide="ignore"):
+        for j, g in enumerate(groups):
+            g = np.asarray(g, dtype=np.float64)
+            out[:, j] = np.log(g[rng.integers(0, len(g), size=(n_boot, len(g)))].mean(1))
+    return out
+
+
+def boot_estimate(groups: Sequence[np.ndarray], statistic: Callable[[np.ndarray], np.ndarray], what: str,
+                  seed: int = 0) -> Estimate:
+    """A percentile bootstrap interval of ``statistic`` (a function of the ``(B, G)`` log means,
+    row-wise) with its value on the data; ``n`` counts the networks."""
+    value = float(statistic(log_means(groups)[None, :])[0])
+    boots = statistic(boot_log_means(groups, seed=seed))
+    boots = boots[np.isfinite(boots)]
+    n = int(sum(len(g) for g in groups))
+    if boots.size < 2 or not math.isfinite(value):
+        return Estimate(value, -math.inf, math.inf, n, f"bootstrap over {n} {what} (no finite resample)")
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return Estimate(value, float(lo), float(hi), n, f"percentile bootstrap over {n} {what} within "
+                                                     f"{len(groups)} groups ({N_BOOT} resamples)",
+                    sd=float(boots.std(ddof=1) * math.sqrt(n / max(1, len(groups)))),
+                    units_per_seed=float(len(groups)))
+
+
+def slope_stat(xs: Sequence[float]) -> Callable[[np.ndarray], np.ndarray]:
+    """Row-wise OLS slope of the log means on ``xs``."""
+    x = np.asarray(xs, dtype=np.float64)
+    xc = x - x.mean()
+
+    def stat(lm: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return (lm - lm.mean(1, keepdims=True)) @ xc / (xc @ xc)
+    return stat
+
+
+def peak_stat(lm: np.ndarray) -> np.ndarray:
+    """Row-wise interior-peak statistic of a width curve of log means: ``min(peak − narrowest,
+    peak − widest)`` at the interior width of largest log mean (positive: a rise then a fall)."""
+    inner = lm[:, 1:-1]
+    with np.errstate(invalid="ignore"):
+        pk = np.nanmax(np.where(np.isfinite(inner), inner, -np.inf), axis=1)
+        return np.minimum(pk - lm[:, 0], pk - lm[:, -1])
+
+
+def peak_width(lm: np.ndarray, widths: Sequence[int]) -> np.ndarray:
+    """Row-wise log2 of the interior width of largest log mean."""
+    inner = np.where(np.isfinite(lm[:, 1:-1]), lm[:, 1:-1], -np.inf)
+    return np.log2(np.asarray(widths[1:-1], dtype=np.float64))[inner.argmax(1)]
+
+
+def groups_by(v: pd.DataFrame, x: str, col: str = "stability", min_n: int = 2) -> tuple[list, list[np.ndarray]]:
+    """The values of ``col`` per value of ``x`` (sorted), keeping the values with >= ``min_n``
+    networks."""
+    xs, gs = [], []
+    for val, s in v.groupby(x):
+        g = pd.to_numeric(s[col], errors="coerce").dropna().to_numpy(np.float64)
+        if len(g) >= min_n:
+            xs.append(val)
+            gs.append(g)
+    return xs, gs
 
 
 def _r(v: float, digits: int = 4) -> float | None:
@@ -57,12 +226,12 @@ def _r(v: float, digits: int = 4) -> float | None:
 
 def curve(v: pd.DataFrame, x: str, y: str = "stability") -> pd.DataFrame:
     """Seed statistics of ``y`` against ``x`` (mean, std, sem, n) with the mean accuracies and
-    the fraction of seeds that trained (a :func:`view`)."""
+    the fraction of networks at the target fit (a :func:`view`)."""
     g = v.groupby(x)
     out = g[y].agg(["mean", "std", "count"]).rename(columns={"count": "n"})
     out["sem"] = out["std"] / np.sqrt(out["n"])
-    for k in ("train_acc", "test_acc", "train_loss"):
-        out[k] = g[k].mean()
+    for k in ("train_acc", "test_acc", "train_loss", "kappa_m"):
+        out[k] = g[k].mean() if k in v.columns else np.nan
     out["trained"] = g["trained"].mean()
     return out.sort_index()
 
@@ -70,7 +239,7 @@ def curve(v: pd.DataFrame, x: str, y: str = "stability") -> pd.DataFrame:
 def _table(c: pd.DataFrame) -> list[dict]:
     return [{"x": int(i), "mean": _r(r["mean"]), "sem": _r(r["sem"]), "n": int(r["n"]),
              "train_acc": _r(r["train_acc"], 3), "test_acc": _r(r["test_acc"], 3),
-             "train_loss": _r(r["train_loss"], 3), "trained": _r(r["trained"], 3)}
+             "train_loss": _r(r["train_loss"], 3), "kappa": _r(r["kappa_m"], 3), "trained": _r(r["trained"], 3)}
             for i, r in c.iterrows()]
 
 
@@ -78,7 +247,7 @@ def _table(c: pd.DataFrame) -> list[dict]:
 # (a learning rate, gamma, a dataset, …) splits that init into separate series, so that the
 # claims never pool networks trained differently. (A learning rate may still differ *between*
 # inits — "a rate per init" — since inits are always compared as separate series.)
-_CURVE_FIELDS = {"seed", "width", "depth", "init", "mc_samples", "mc_points", "mc_init", "mc_depth", "mc_width"}
+_CURVE_FIELDS = {"seed", "width", "depth", "init"} | _NOT_NETWORK
 
 
 def series(v: pd.DataFrame, init: str) -> list[tuple[str, pd.DataFrame]]:
@@ -95,4 +264,3 @@ def series(v: pd.DataFrame, init: str) -> list[tuple[str, pd.DataFrame]]:
         vals = vals if isinstance(vals, tuple) else (vals,)
         out.append(("[" + ",".join(f"{k}={x}" for k, x in zip(keys, vals)) + "]", s))
     return out
-

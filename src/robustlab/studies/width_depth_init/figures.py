@@ -11,8 +11,9 @@ import pandas as pd
 from ...models.deep import INITS
 from ...report.plots import COLORS, label_panels, log_axes, mean_band, save, subplots
 from ..base import Claim, Context, Figure
-from .analysis import PROTOCOLS, finals, protocols, view
-from .claims import _same_output_as_he, claims, closed_form_at_init
+from .analysis import KAPPA_LAZY, PROTOCOLS, finals, protocols, view
+from .claims import _same_output_as_he, claims
+from .lazy_claims import closed_form_at_init
 
 # ---------------------------------------------------------------------------------------
 # figures
@@ -24,7 +25,7 @@ def _acc_panel(ax, sub: pd.DataFrame, x: str, color, label: str | None = None) -
 
 def _when(protocol: str, f: pd.DataFrame) -> str:
     if protocol == "target":
-        return f"measured when the training loss first reached {f['target_loss'].iloc[0]:g}"
+        return f"measured when the training accuracy first reached {f['target_acc'].iloc[0]:g}"
     return "measured at the end of the schedule"
 
 
@@ -64,12 +65,24 @@ def _width_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
                   "not a robust one.")
 
 
+def _main_task(v: pd.DataFrame) -> pd.DataFrame:
+    """The k-logit networks on the run's most common class set (the 2-class sweep and Thm 3's
+    one-output block are other experiments: a depth curve must not pool them)."""
+    if "output" in v.columns:
+        v = v[v["output"] == "multi"]
+    if "classes" in v.columns and len(v):
+        text = v["classes"].astype(str)
+        v = v[text == text.mode().iloc[0]]
+    return v
+
+
 def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure | None:
+    v = _main_task(v)
     inits = [i for i, s in v.groupby("init") if s.groupby("width")["depth"].nunique().max() >= 2]
     inits = [i for i in INITS if i in inits]
     if not inits:
         return None
-    fig, axes = subplots(2, len(inits), panel=(3.2, 2.5), squeeze=False)
+    fig, axes = subplots(3, len(inits), panel=(3.2, 2.5), squeeze=False)
     for j, init in enumerate(inits):
         vi = v[v["init"] == init]
         n_depths = vi.groupby("width")["depth"].nunique()
@@ -88,13 +101,19 @@ def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
             if cf:
                 axes[0, j].plot(*zip(*cf), "x", color=col, ms=5, label="closed form at init" if n == 0 else None)
             _acc_panel(axes[1, j], sub, "depth", col)
+            kap = sub.dropna(subset=["kappa_m"])
+            if (kap["kappa_m"] > 0).any():
+                mean_band(axes[2, j], kap[kap["kappa_m"] > 0], "depth", "kappa_m", color=col, band="minmax")
+                axes[2, j].set_yscale("log")
+        axes[2, j].axhline(KAPPA_LAZY, color="0.5", lw=0.8, ls=":")
         axes[0, j].set_yscale("log")
         axes[0, j].set_title(f"init = {init}")
-        axes[1, j].set_xlabel("depth L")
+        axes[2, j].set_xlabel("depth L")
         axes[1, j].set_ylim(0, 1.02)
         axes[0, j].legend()
     axes[0, 0].set_ylabel("stability P(f, ε)")
     axes[1, 0].set_ylabel("accuracy (train —, test --)")
+    axes[2, 0].set_ylabel("κ when measured")
     label_panels(axes)
     name = f"stability_vs_depth{suffix}.png"
     save(fig, ctx.figdir / name)
@@ -103,7 +122,9 @@ def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
                   "initialisation (dotted) against depth, one line per width with the fullest depth sweep, log scale; "
                   "crosses: the exact expectation at initialisation (LeCun halves per layer, He and NTK are flat in "
                   "depth — the paper's rise for He/NTK is its bound's, not the quantity's). Claim 2 expects LeCun to "
-                  "fall and He/NTK to rise with depth. Bottom: the accuracies of the same networks.")
+                  "fall and He/NTK to rise with depth (trained, lazy networks) and the closed form at init. Middle: the "
+                  "accuracies of the same networks. Bottom: κ = ‖θ − θ₀‖/‖θ₀‖ when measured; the dotted line is "
+                  "the lazy bound: networks above it are outside Thm 1 and excluded from depth-init-trained.")
 
 
 def _nonlazy_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure | None:
@@ -170,33 +191,37 @@ def _kappa_figure(df: pd.DataFrame, f: pd.DataFrame, ctx: Context) -> Figure | N
 def _early_figure(f: pd.DataFrame, ctx: Context) -> Figure | None:
     if "stability_early" not in f.columns or "output" not in f.columns:
         return None
-    small = f[(f["init"] == "small") & (f["depth"] == 2) & (f["output"] == "single") & f["stability_early"].notna()]
-    if small["width"].nunique() < 2:
+    early = f[(f["depth"] == 2) & (f["output"] == "single") & f["stability_early"].notna()]
+    if early["width"].nunique() < 2:
         return None
+    early = early.assign(ratio=early["stability_early"] / early["stability_init"])
     fig, axes = subplots(1, 2, panel=(3.4, 2.6))
-    epoch = int(small["early_epoch"].iloc[0])
-    mean_band(axes[0], small, "width", "stability_early", color=COLORS[1], label=f"small init, epoch {epoch}",
-              band="minmax")
-    mean_band(axes[1], small, "width", "train_loss_early", color=COLORS[1], band="minmax")
+    epoch = int(early["early_epoch"].iloc[0])
+    for n, ((init, g), sub) in enumerate(early.groupby(["init", "gamma"])):
+        label = f"small, γ={g:g}" if init == "small" else "He (control)"
+        mean_band(axes[0], sub, "width", "ratio", color=COLORS[n % len(COLORS)], label=label, band="minmax")
+        mean_band(axes[1], sub, "width", "train_loss_early", color=COLORS[n % len(COLORS)], band="minmax")
     log_axes(axes[0])
     log_axes(axes[1], y=False)
     for ax in axes:
         ax.set_xlabel("width m")
-    axes[0].set_ylabel("stability P(f, ε), early")
+    axes[0].set_ylabel(f"P(epoch {epoch}) / P(init)")
     axes[1].set_ylabel(f"training loss at epoch {epoch}")
     axes[0].legend()
     label_panels(axes)
     save(fig, ctx.figdir / "nonlazy_early.png")
     return Figure("figures/nonlazy_early.png", "Non-lazy width early in training (Thm 3)",
-                  f"(a) Stability at the end of epoch {epoch} against width for the two-layer network with one "
-                  "output, the squared loss and the small initialisation (Thm 3's setting), mean and min–max over "
-                  "seeds, log–log. Thm 3 expects a fall with width. (b) The training loss at that moment: the "
+                  f"(a) Stability at the end of epoch {epoch} over stability at initialisation, per network, "
+                  "against width for the two-layer network with one output and the squared loss (Thm 3's setting), "
+                  "small init at each γ and He as the control, mean and min–max over seeds, log–log: what the first "
+                  "epoch did, without the init's own m^(1−2γ). nonlazy-width-early expects a fall for the small init "
+                  "and none for He. (b) The training loss at that moment: the "
                   "window is early only while the networks have not yet fitted the training set.")
 
 
 # which claims each figure shows (its caption ends with their measured verdicts)
 FIGURE_CLAIMS = {"stability_vs_width": ("width-peak", "width-peak-n-train"),
-                 "stability_vs_depth": ("depth-init-at-init", "depth-init-trained"),
+                 "stability_vs_depth": ("depth-init-at-init", "depth-init-trained", "depth-lecun-nonlazy"),
                  "lazy_vs_nonlazy": ("nonlazy-width",), "nonlazy_early": ("nonlazy-width-early",),
                  "kappa": ("kappa",)}
 
@@ -225,7 +250,8 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         return []
     out: list[Figure | None] = []
     for i, p in enumerate(protocols(f)):
-        v, suffix = view(f, p), ("" if i == 0 else f"_{p}")
+        v, suffix = view(f, p).dropna(subset=["stability"]), ("" if i == 0 else f"_{p}")
+        v = v[v["stability"] > 0]  # a network never measured at the target is not drawn there
         out += [_width_figure(v, ctx, p, suffix), _depth_figure(v, ctx, p, suffix),
                 _nonlazy_figure(v, ctx, p, suffix)]
     out += [_early_figure(f, ctx), _kappa_figure(df, f, ctx)]

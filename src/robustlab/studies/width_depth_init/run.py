@@ -19,11 +19,12 @@ from ...errors import NumericalError
 from ...metrics import perturbation_stability
 from ...models.deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble
 from ...models.ensemble import Flat, fold
+from ...papers import WIDTH_DEPTH_INIT
 from ...sweep import checkpoint
 from ...train.supervised import SGDSpec, evaluate, resume_fits, train_supervised
 from ...utils import make_generator, resolve_device
 
-SOURCE = "Seed 002 (Robustness in deep learning: the good (width), the bad (depth), the ugly (initialization))"
+SOURCE = WIDTH_DEPTH_INIT.short
 
 DATASETS = ("mnist5k", "digits", "mnist", "cifar10", "cifar100")
 ARCHS = ("fcn", "cnn", "resnet")
@@ -42,18 +43,18 @@ class WidthDepthInitConfig(Config):
     data_dir: str | None = param(None, "folder holding the torchvision files of mnist/cifar10/cifar100")
     classes: tuple[int, ...] = param((), "class subset (empty: all classes)")
     size: int | None = param(None, "resize images to size x size (none: native)", ge=2)
-    sphere: bool = param(True, "normalise every input to the unit sphere (Seed 002, Assumption 1)")
+    sphere: bool = param(True, "normalise every input to the unit sphere (width-depth-init, NeurIPS 2022, Assumption 1)")
     n_train: int = param(0, "training points, stratified over classes (0: all)", ge=0)
     n_test: int = param(500, "held-out points for accuracy and stability (0: all)", ge=0)
     # model
     arch: str = param("fcn", "fully connected (ensemble), or the CNN / ResNet variants (App. E)", choices=ARCHS)
     width: int = param(256, "width m (channels for cnn/resnet)", ge=1)
     depth: int = param(2, "depth L: number of weight layers", ge=2)
-    init: str = param("he", "initialisation (Seed 002, Table 1; small: variance m^-gamma)", choices=INITS)
+    init: str = param("he", "initialisation (width-depth-init, NeurIPS 2022, Table 1; small: variance m^-gamma)", choices=INITS)
     gamma: float = param(2.0, "exponent of the non-lazy init, variance m^-gamma (reconstructed)", gt=0)
     output: str = param("multi", "multi: k logits + cross-entropy; single: one output + squared loss (2 classes)",
                         choices=("multi", "single"))
-    # training (Seed 002 §5.1: SGD, 50 epochs, step decay; the numbers were lost: reconstructed)
+    # training (the width-depth-init paper (NeurIPS 2022) §5.1: SGD, 50 epochs, step decay; the numbers were lost: reconstructed)
     epochs: int = param(50, "training epochs", ge=1)
     batch_size: int = param(64, "minibatch size", ge=1)
     lr: float = param(0.1, "initial learning rate", gt=0)
@@ -61,9 +62,10 @@ class WidthDepthInitConfig(Config):
     decay_start: int = param(30, "first epoch (0-based) of the step decay (0: constant rate)", ge=0)
     lr_step: int = param(10, "epochs between further decays (0: one decay)", ge=0)
     lr_gamma: float = param(0.1, "decay factor", gt=0, le=1)
-    target_loss: float = param(0.2, "measure each seed also when its training loss first reaches this "
-                                    "(comparable training; 0: only at the end)", ge=0)
-    stop_at_target: bool = param(False, "stop training a seed at target_loss (cheaper; kappa(t) then ends there)")
+    target_acc: float = param(0.99, "measure each seed also when its training accuracy first reaches this "
+                                    "(equal fit; 0: no accuracy target)", ge=0, le=1)
+    target_loss: float = param(0.0, "... and (if > 0) its training loss is at most this (0: no loss target)", ge=0)
+    stop_at_target: bool = param(False, "stop training a seed at its target (cheaper; kappa(t) then ends there)")
     early_epoch: int = param(1, "also measure stability at the end of this epoch: the early-training window of "
                                 "Thm 3 (0: off)", ge=0)
     # measurement
@@ -73,6 +75,10 @@ class WidthDepthInitConfig(Config):
     mc_init: str = param("he", "the grid point that gets the Monte Carlo estimate: init", choices=INITS)
     mc_depth: int = param(2, "... depth", ge=2)
     mc_width: int = param(256, "... width", ge=1)
+    fd_points: int = param(100, "held-out points for the finite-difference check of the linear formula "
+                                "(one delta each, at every measurement; 0: off)", ge=0)
+    init_draws: int = param(0, "extra networks per seed drawn at initialisation only (stability at init, "
+                                "the depth claim at t = 0; fcn only)", ge=0)
 
     def check(self) -> None:
         if self.mc_samples == 1:
@@ -89,8 +95,10 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("classes", list(self.classes), "distinct non-negative class labels")
         if len(self.classes) == 1:
             raise ConfigError("classes", list(self.classes), "at least two classes (or empty: all)")
-        if self.stop_at_target and not self.target_loss:
-            raise ConfigError("stop_at_target", True, "false unless target_loss > 0")
+        if self.stop_at_target and not (self.target_loss or self.target_acc):
+            raise ConfigError("stop_at_target", True, "false unless target_acc > 0 or target_loss > 0")
+        if self.init_draws and self.arch != "fcn":
+            raise ConfigError("init_draws", self.init_draws, "0 for arch=cnn/resnet")
         if self.arch != "fcn" and self.output == "single":
             raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
         if self.early_epoch > self.epochs:
@@ -103,7 +111,12 @@ class WidthDepthInitConfig(Config):
     def sgd(self) -> SGDSpec:
         return SGDSpec(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, momentum=self.momentum,
                        decay_start=self.decay_start, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
-                       loss=self.loss, target_loss=self.target_loss, stop_at_target=self.stop_at_target)
+                       loss=self.loss, target_loss=self.target_loss, target_acc=self.target_acc,
+                       stop_at_target=self.stop_at_target)
+
+    @property
+    def has_target(self) -> bool:
+        return bool(self.target_acc or self.target_loss)
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,8 +205,8 @@ def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig:
     of their times is training alone."""
     n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
-    return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0,
-                               stop_at_target=False, early_epoch=0)
+    return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
+                               stop_at_target=False, early_epoch=0, fd_points=0, init_draws=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,47 +250,94 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
     return torch.cat(parts, 1).mean(1)
 
 
-AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc")
+AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc", "fd_ratio")
 
 
-def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
-    """Train the seeds of one point as an ensemble; measure stability, accuracy and κ.
+def _measure(model: torch.nn.Module, data: Split, base: WidthDepthInitConfig, E: int, act: int,
+             gens: list[torch.Generator], *, train: bool = True) -> dict[str, torch.Tensor]:
+    """Stability (Def. 3 per copy), the finite-difference ratio and, with ``train``, the
+    training loss and accuracy and the test accuracy of every copy, each ``(E,)`` float64."""
+    out = {"stability": _per_member_stability(model, data.x_test, base.eps, E, width=act)}
+    if base.fd_points:
+        out["fd_ratio"] = _fd_ratio(model, data.x_test[: base.fd_points], base.eps, gens)
+    if train:
+        out["train_loss"], out["train_acc"] = evaluate(model, data.x_train, data.y_train, base.loss, E=E)
+        out["test_acc"] = evaluate(model, data.x_test, data.y_test, base.loss, E=E)[1]
+    return {k: v.detach().double().cpu() for k, v in out.items()}
 
-    Stability and accuracy are measured twice: when a seed's training loss first reaches
-    ``target_loss`` (every network compared at the same fit of the training set) and at the
-    end of the schedule (the paper's protocol). A seed that never reaches the target (an
-    under-parameterised network) is measured at the end for both, flagged ``reached_target``.
-    """
-    t0 = time.perf_counter()
+
+def _fd_ratio(model: torch.nn.Module, x: torch.Tensor, eps: float, gens: list[torch.Generator]) -> torch.Tensor:
+    """Whether ε is small enough for the linear formula, per copy ``(E,)``: the finite
+    difference against the Jacobian on the same draws, ``Σ‖f(x+δ) − f(x)‖² / Σ‖J_x f δ‖²``
+    over the points of ``x`` with one ``δ ~ U(B₂(0, ε))`` each, copy ``e``'s drawn on the CPU
+    from ``gens[e]``. 1 where the network is linear on every segment x → x + δ; the stability
+    P measures the right side only (the ``fd-linear`` premise bounds the gap)."""
+    E = len(gens)
+    n, D = len(x), x[0].numel()
+    deltas = []
+    for g in gens:
+        u = torch.randn(n, D, generator=g, dtype=torch.float64)
+        r = eps * torch.rand(n, 1, generator=g, dtype=torch.float64) ** (1.0 / D)
+        deltas.append(u / u.norm(dim=1, keepdim=True) * r)
+    de = torch.stack(deltas).to(x.dtype).reshape(E, *x.shape).to(x.device)
+    xe = x.expand(E, *x.shape).contiguous()  # forward AD needs its own memory per copy
+    with torch.no_grad():
+        f0, jd = torch.func.jvp(model, (xe,), (de,))
+        diff = model(xe + de) - f0
+    return (diff.double().pow(2).sum((1, 2)) / jd.double().pow(2).sum((1, 2))).cpu()
+
+
+def _fd_gens(cfgs: list[WidthDepthInitConfig], when: str) -> list[torch.Generator]:
+    return [make_generator(c.seed, "wdi-fd", when) for c in cfgs]
+
+
+def _init_draws(cfgs: list[WidthDepthInitConfig], data: Split, dev: torch.device, act: int
+                ) -> list[dict[str, list[float]]] | None:
+    """``init_draws`` more networks per seed, measured at initialisation only (drawn from
+    ``make_generator(seed, "wdi-init-draw", j)``): Def. 1's expectation over W at t = 0 needs
+    more networks than training can afford, and an untrained network costs one measurement."""
     base = cfgs[0]
-    dev = resolve_device(device)
-    data = load_data(base).to(dev)
-    E = len(cfgs)
-    model = build_model(cfgs, data, dev)
-    d = data.d
-    # floats of one hidden activation per point (a CNN's channels at every pixel)
-    act = base.width if base.arch == "fcn" else base.width * data.x_test[0, 0].numel()
+    if not base.init_draws:
+        return None
+    out = []
+    k = 1 if base.output == "single" else data.n_classes
+    gamma = base.gamma if base.init == "small" else None
+    for c in cfgs:
+        gens = [make_generator(c.seed, "wdi-init-draw", j) for j in range(base.init_draws)]
+        net = DeepMLP(data.d, base.width, base.depth, k, init=base.init, gamma=gamma, generators=gens,
+                      dtype=data.x_train.dtype, device=dev)
+        fd = [make_generator(c.seed, "wdi-fd-draw", j) for j in range(base.init_draws)]
+        m = _measure(net, data, base, len(gens), act, fd, train=False)
+        out.append({"stability_init_draws": [float(v) for v in m["stability"]],
+                    "fd_ratio_init_draws": [float(v) for v in m["fd_ratio"]] if "fd_ratio" in m else None})
+    return out
+
+
+def _train(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split, act: int
+           ) -> tuple[object, dict, dict, float]:
+    """Train the group (resuming from its checkpoint if one fits); measure each copy when it
+    first meets the targets (``at``, NaN for a copy that never does: no substitute) and at the
+    end of epoch ``early_epoch`` (``early``). Returns the log, ``at``, ``early`` and the
+    training seconds of earlier runs of this group."""
+    base, E = cfgs[0], len(cfgs)
     spec = base.sgd()
-    stab0 = _per_member_stability(model, data.x_test, base.eps, E, width=act)
     at = {k: torch.full((E,), float("nan"), dtype=torch.float64) for k in AT_TARGET}
+    early: dict[str, torch.Tensor] = {}
+    fd_gens = _fd_gens(cfgs, "target")
 
     def on_target(newly: torch.Tensor, epoch: int) -> None:
-        # only the copies that reached the target now are measured (the others' values here
-        # would be thrown away), as a sub-ensemble of those copies
+        # only the copies that reached the target now are measured, as a sub-ensemble of those
         idx = newly.nonzero().flatten().tolist()
         sub, n = (model, E) if len(idx) == E else (model.members(idx), len(idx))
-        vals = dict(zip(("train_loss", "train_acc"), evaluate(sub, data.x_train, data.y_train, spec.loss, E=n)))
-        vals["test_acc"] = evaluate(sub, data.x_test, data.y_test, spec.loss, E=n)[1]
-        vals["stability"] = _per_member_stability(sub, data.x_test, base.eps, n, width=act)
+        vals = _measure(sub, data, base, n, act, [fd_gens[i] for i in idx])
         for k in AT_TARGET:
-            at[k][newly] = vals[k].detach().double().cpu()
-
-    early: dict[str, torch.Tensor] = {}
+            if k in vals:
+                at[k][newly] = vals[k]
 
     def on_epoch(epoch: int) -> None:
         if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
-            early["train_loss"] = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)[0]
-            early["stability"] = _per_member_stability(model, data.x_test, base.eps, E, width=act)
+            vals = _measure(model, data, base, E, act, _fd_gens(cfgs, "early"))
+            early.update({k: vals[k] for k in ("stability", "train_loss", "train_acc", "fd_ratio") if k in vals})
 
     # a long group saves its state now and then in the run's checkpoints/ and, run again after
     # an interruption, goes on from there (the same records; robustlab.sweep.checkpoint)
@@ -285,89 +345,128 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     saved = ck.load() if ck is not None else None
     if saved is not None and not resume_fits(saved["train"], model, spec, E):
         saved = None  # saved by other code: this run starts the group afresh
-    trained_before = 0.0  # seconds of training in earlier runs of this group
+    before = 0.0  # seconds of training in earlier runs of this group
     if saved is not None:  # copies of the small parts; the training state goes to train_supervised,
         for k in AT_TARGET:  # and no reference here keeps the mapped file (Checkpoint.load) alive
-            at[k].copy_(saved["at"][k])
+            if k in saved["at"]:
+                at[k].copy_(saved["at"][k])
         early.update({k: v.clone() for k, v in saved["early"].items()})
-        trained_before = float(saved["train_seconds"])
+        before = float(saved["train_seconds"])
         saved = {"train": saved["train"]}
-    t_train = time.perf_counter()
+    t0 = time.perf_counter()
 
     def on_checkpoint(state: Callable[[], dict]) -> None:
         if ck.due():
             st = state()
-            ck.save({"train": st, "at": at, "early": early,
-                     "train_seconds": trained_before + time.perf_counter() - t_train},
+            ck.save({"train": st, "at": at, "early": early, "train_seconds": before + time.perf_counter() - t0},
                     progress=f"{base.init} depth {base.depth} width {base.width} epoch {st['epoch']}/{spec.epochs}")
 
     log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs],
                            on_checkpoint=on_checkpoint if ck is not None else None,
                            resume=saved.pop("train") if saved is not None else None)
-    t_train = trained_before + time.perf_counter() - t_train
-    tr_loss, tr_acc = evaluate(model, data.x_train, data.y_train, spec.loss, E=E)
-    te_loss, te_acc = evaluate(model, data.x_test, data.y_test, spec.loss, E=E)
-    stab = _per_member_stability(model, data.x_test, base.eps, E, width=act)
-    end = {"stability": stab, "train_loss": tr_loss, "train_acc": tr_acc, "test_acc": te_acc}
-    for k in AT_TARGET:  # never reached: the end of the schedule is as far as it got
-        miss = log.reached == 0
-        at[k][miss] = end[k].detach().double().cpu()[miss]
-    mc = mc_se = mc_exact = None
-    is_mc_point = (base.mc_samples > 0 and base.init == base.mc_init and base.depth == base.mc_depth
-                   and base.width == base.mc_width)
-    if is_mc_point:
-        xm = data.x_test[: base.mc_points]
-        n = len(xm)
-        mc, mc_se = torch.zeros(E), torch.zeros(E)
-        for e, c in enumerate(cfgs):
-            # One copy at a time: the Monte Carlo path tiles the batch S times, which a Flat
-            # ensemble would split across copies (rows e·N … no longer belong to copy e).
-            est = perturbation_stability(Flat(model.member(e), 1), xm, base.eps, samples=base.mc_samples,
-                                         generator=make_generator(c.seed, "wdi-mc"), per_sample=True)
-            mc[e] = est.mean.mean()
-            # draws are independent across points: the mean's variance is the sum over points / n²
-            mc_se[e] = est.stderr.pow(2).sum().sqrt() / n
-        mc_exact = _per_member_stability(model, xm, base.eps, E, width=act)
-    seconds = trained_before + time.perf_counter() - t0
+    if ck is not None:
+        ck.clear()
+    return log, at, early, before + time.perf_counter() - t0
+
+
+def _mc_estimate(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split, act: int) -> dict | None:
+    """At the grid's Monte Carlo point: per copy the Monte Carlo estimate of P, its standard
+    error and the identity on the same points (the ``mc-identity`` self-check)."""
+    base, E = cfgs[0], len(cfgs)
+    if not (base.mc_samples > 0 and base.init == base.mc_init and base.depth == base.mc_depth
+            and base.width == base.mc_width):
+        return None
+    xm = data.x_test[: base.mc_points]
+    n = len(xm)
+    mc, mc_se = torch.zeros(E), torch.zeros(E)
+    for e, c in enumerate(cfgs):
+        # One copy at a time: the Monte Carlo path tiles the batch S times, which a Flat
+        # ensemble would split across copies (rows e·N … no longer belong to copy e).
+        est = perturbation_stability(Flat(model.member(e), 1), xm, base.eps, samples=base.mc_samples,
+                                     generator=make_generator(c.seed, "wdi-mc"), per_sample=True)
+        mc[e] = est.mean.mean()
+        # draws are independent across points: the mean's variance is the sum over points / n²
+        mc_se[e] = est.stderr.pow(2).sum().sqrt() / n
+    exact = _per_member_stability(model, xm, base.eps, E, width=act)
+    return {"mc": mc, "se": mc_se, "exact": exact, "points": n}
+
+
+def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
+    """Train the seeds of one point as an ensemble; measure stability, accuracy and κ.
+
+    Measured at initialisation, when a seed first meets the targets (``target_acc`` /
+    ``target_loss``: every network compared at the same fit of the training set), at the end
+    of epoch ``early_epoch`` and at the end of the schedule; each with the finite-difference
+    ratio of the linear formula (``fd_ratio*``). A seed that never meets the targets has NaN
+    ``*_at_target`` values and ``reached_target`` false: the claims exclude it by premise and
+    report the end of the schedule as its own variant, never as a substitute.
+    """
+    t0 = time.perf_counter()
+    base = cfgs[0]
+    dev = resolve_device(device)
+    data = load_data(base).to(dev)
+    E = len(cfgs)
+    model = build_model(cfgs, data, dev)
+    # floats of one hidden activation per point (a CNN's channels at every pixel)
+    act = base.width if base.arch == "fcn" else base.width * data.x_test[0, 0].numel()
+    m0 = _measure(model, data, base, E, act, _fd_gens(cfgs, "init"), train=False)
+    draws = _init_draws(cfgs, data, dev, act)
+    log, at, early, t_train = _train(cfgs, model, data, act)
+    end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"))
+    te_loss = evaluate(model, data.x_test, data.y_test, base.loss, E=E)[0].double().cpu()
+    mc = _mc_estimate(cfgs, model, data, act)
+    seconds = time.perf_counter() - t0
     n_params = model.n_params()
     out: list = []
     for e, c in enumerate(cfgs):
-        finals = [float(v) for v in (tr_loss[e], tr_acc[e], te_loss[e], te_acc[e], stab[e], stab0[e])]
-        finals += [float(at[k][e]) for k in AT_TARGET]
+        finals = [float(v[e]) for v in (end["train_loss"], end["train_acc"], te_loss, end["test_acc"],
+                                        end["stability"], m0["stability"])]
         if not bool(log.finite[e]) or not all(math.isfinite(v) for v in finals):
             out.append(NumericalError(f"seed {c.seed}: training diverged or stability is not finite "
                                       f"(lr={c.lr}, init={c.init}, width={c.width}, depth={c.depth})"))
             continue
-        trained = int(log.stopped[e])
-        reached = int(log.reached[e])
+        trained, reached = int(log.stopped[e]), int(log.reached[e])
         # training FLOPs of this copy (fcn: the matrix products, 6 per weight and sample: forward 2,
         # backward 4), and the rate the whole ensemble trained at (its wall time, callbacks included)
-        gflop = (6.0 * len(data.x_train) * n_params * trained / 1e9) if base.arch == "fcn" else None
-        ens_gflop = (6.0 * len(data.x_train) * n_params * float(log.stopped.sum()) / 1e9) if gflop is not None else None
+        fcn = base.arch == "fcn"
+        gflop = (6.0 * len(data.x_train) * n_params * trained / 1e9) if fcn else None
+        ens_gflop = (6.0 * len(data.x_train) * n_params * float(log.stopped.sum()) / 1e9) if fcn else None
         rows = [{"kind": "epoch", "epoch": t + 1, "loss": float(log.loss[e, t]),
                  "train_acc_running": float(log.acc[e, t]), "kappa": float(log.kappa[e, t]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, t]], "lr": log.lr[t]}
                 for t in range(trained)]
         final = {"kind": "final", "epoch": trained, "train_loss": finals[0], "train_acc": finals[1],
                  "test_loss": finals[2], "test_acc": finals[3], "stability": finals[4],
-                 "grad_norm2": finals[4] * (d + 2) / c.eps**2, "stability_init": finals[5],
-                 **{f"{k}_at_target": float(at[k][e]) for k in AT_TARGET},
-                 "reached_target": reached > 0, "epoch_at_target": reached or trained,
+                 "grad_norm2": finals[4] * (data.d + 2) / c.eps**2, "stability_init": finals[5],
+                 **{f"{k}_at_target": _finite(at[k][e]) for k in AT_TARGET},
+                 "reached_target": reached > 0, "epoch_at_target": reached or None,
+                 "kappa_at_target": float(log.kappa[e, reached - 1]) if reached else None,
                  "kappa": float(log.kappa[e, trained - 1]),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
-                 "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": d,
+                 "fd_ratio": _opt(end, "fd_ratio", e), "fd_ratio_init": _opt(m0, "fd_ratio", e),
+                 "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": data.d,
                  "outputs": 1 if c.output == "single" else data.n_classes,
                  "seconds": seconds, "train_seconds": t_train, "train_gflop": gflop,
                  "gflops": ens_gflop / t_train if ens_gflop is not None and t_train > 0 else None}
         if early:
             final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
-                         train_loss_early=float(early["train_loss"][e]))
-        if is_mc_point:
-            final.update(mc_stability=float(mc[e]), mc_stderr=float(mc_se[e]), mc_exact=float(mc_exact[e]),
-                         mc_samples=c.mc_samples, mc_points=len(xm))
+                         train_loss_early=float(early["train_loss"][e]),
+                         train_acc_early=float(early["train_acc"][e]), fd_ratio_early=_opt(early, "fd_ratio", e))
+        if draws is not None:
+            final.update(draws[e])
+        if mc is not None:
+            final.update(mc_stability=float(mc["mc"][e]), mc_stderr=float(mc["se"][e]),
+                         mc_exact=float(mc["exact"][e]), mc_samples=c.mc_samples, mc_points=mc["points"])
         out.append(rows + [final])
-    if ck is not None:
-        ck.clear()
     return out
 
+
+def _opt(vals: dict, key: str, e: int) -> float | None:
+    return _finite(vals[key][e]) if key in vals else None
+
+
+def _finite(v: torch.Tensor | float) -> float | None:
+    """A record's number, None where it was not measured (NaN)."""
+    v = float(v)
+    return v if math.isfinite(v) else None

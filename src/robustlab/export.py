@@ -1,0 +1,110 @@
+"""`robustlab export DIR --format csv|parquet --out FILE`: a run's results as one table.
+
+``FILE`` holds every result row with its point's config (the columns :func:`robustlab.load`
+gives: each config field, ``seed`` and ``point``, then the study's measured columns), plus
+``study`` and ``run`` (the run directory) so that the rows of a reproduce directory — one run
+per study — sit in one table. Beside it, ``FILE``'s stem + ``.claims.csv`` (or
+``.claims.parquet``) holds the claims, one row per claim with its verdict, effect, interval,
+control verdict and excluded count (:func:`robustlab.api.claims_frame`).
+
+Lists and dicts inside a cell (a per-epoch curve, say) are written as JSON text, which both
+formats hold and ``json.loads`` reads back. Parquet needs ``pyarrow`` (``pip install
+'robustlab[parquet]'``). An existing output file is refused unless ``force``; every check runs
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from . import records
+from .config import UserError
+
+__all__ = ["export", "FORMATS", "claims_path", "run_dirs"]
+
+FORMATS = ("csv", "parquet")
+
+
+def claims_path(out: Path, fmt: str) -> Path:
+    """Where the claims go beside ``out``: ``NAME.claims.csv`` / ``NAME.claims.parquet``."""
+    return out.with_name(f"{out.stem}.claims.{fmt}")
+
+
+def run_dirs(src: Path) -> list[Path]:
+    """The run directories of ``src``: itself, or the finished studies of a reproduce directory."""
+    if not src.is_dir():
+        raise UserError(f"dir={str(src)!r} is not allowed: no such directory")
+    if (src / "reproduce.json").is_file():
+        meta = records.read_json(src / "reproduce.json")
+        found = [src / n for n in meta.get("studies", []) if (src / n / "store.sqlite").is_file()]
+        if not found:
+            raise UserError(f"dir={str(src)!r} is not allowed: the reproduce directory holds no study results")
+        return found
+    if not (src / "manifest.json").is_file() or not (src / "store.sqlite").is_file():
+        raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json "
+                        "and store.sqlite)")
+    return [src]
+
+
+def _json_cells(df: pd.DataFrame) -> pd.DataFrame:
+    """Lists and dicts in object columns as JSON text (both formats hold strings)."""
+    df = df.copy()
+    for col in df.columns:
+        if df[col].dtype == object and df[col].map(lambda v: isinstance(v, list | tuple | dict)).any():
+            df[col] = df[col].map(lambda v: json.dumps(v) if isinstance(v, list | tuple | dict) else v)
+    return df
+
+
+def tables(src: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(results, claims)`` of a run or reproduce directory, each with ``study`` and ``run``
+    columns first."""
+    from .api import claims_frame
+    from .studies.base import load
+
+    results, claims = [], []
+    for run in run_dirs(Path(src)):
+        study = records.read_json(run / "manifest.json").get("study")
+        df = load(run)
+        df.insert(0, "run", str(run))
+        df.insert(0, "study", study)
+        results.append(df)
+        cl = claims_frame(records.read_json(run / "claims.json")) if (run / "claims.json").is_file() \
+            else claims_frame([])
+        cl.insert(0, "run", str(run))
+        cl.insert(0, "study", study)
+        claims.append(cl)
+    return pd.concat(results, ignore_index=True), pd.concat(claims, ignore_index=True)
+
+
+def export(src: str | Path, out: str | Path, *, fmt: str = "csv", force: bool = False) -> list[Path]:
+    """Write the results of ``src`` to ``out`` and its claims beside it; returns both paths."""
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt!r} is not allowed: one of {', '.join(FORMATS)}")
+    out = Path(out)
+    paths = [out, claims_path(out, fmt)]
+    for p in paths:
+        if p.exists() and not force:
+            raise UserError(f"--out {str(p)!r} is not allowed: the file exists (nothing was written; "
+                            "--force replaces it)")
+        if p.is_dir():
+            raise UserError(f"--out {str(p)!r} is not allowed: it is a directory")
+    if not out.parent.is_dir():
+        raise UserError(f"--out {str(out)!r} is not allowed: no such directory {str(out.parent)!r}")
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise UserError("--format parquet is not allowed here: it needs pyarrow "
+                            "(pip install 'robustlab[parquet]'); --format csv needs nothing") from None
+    results, claims = (_json_cells(t) for t in tables(src))
+    for table, path in zip((results, claims), paths):
+        tmp = path.with_name(f".{path.name}.tmp")
+        if fmt == "csv":
+            table.to_csv(tmp, index=False)
+        else:
+            table.to_parquet(tmp, index=False)
+        tmp.replace(path)
+    return paths

@@ -1,0 +1,251 @@
+"""A run directory is a record to trust: the checks that keep it one.
+
+* **The store is the source of truth and is never destroyed.** results.jsonl, claims.json and
+  report.html are derived from ``store.sqlite``; a rebuild from a store that is empty or holds
+  fewer points than the files it would replace is refused (:func:`guard_rewrite`), and the
+  figures' folder is checked writable first, so that a report is never replaced by a worse one.
+* **The store belongs to its manifest.** The store records its run's identity (study, seeds,
+  the hash of its point keys); a store copied in from another run, or a manifest edited to name
+  another study, is refused before any claim is computed (:func:`check_identity`).
+* **Completeness is said.** Points done, planned and failed go into every summary; a claim
+  computed on an incomplete or partly failed grid carries ``incomplete`` in claims.json and
+  fails ``--strict`` (:func:`completeness`, :func:`mark_incomplete`).
+* **Code is never mixed silently.** Every point carries the code id of the code that computed
+  it; a resume by other code is refused unless ``allow_mixed_code`` (:func:`check_code`), and
+  the manifest keeps one entry per sitting (:func:`sitting`).
+* **Only robustlab's own plain files.** A symbolic link planted where robustlab writes
+  (``.lock``, the store, a record) is refused (:func:`check_no_links`); study names are
+  restricted to a safe character set (:func:`check_study_name`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import records
+from ..config import UserError, config_hash
+
+__all__ = ["SAFE_NAME", "check_study_name", "OWN_FILES", "check_no_links", "identity", "check_identity",
+           "guard_rewrite", "completeness", "mark_incomplete", "check_code", "sitting", "code_summary"]
+
+# letters, digits, '-', '_' and '.', starting with a letter or digit, no '..': a study's name
+# becomes a directory name (runs/NAME-TIME, a reproduce directory's NAME/)
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+# what robustlab writes in a run directory (and the sqlite journal it makes beside the store)
+OWN_FILES = (".lock", "manifest.json", "store.sqlite", "store.sqlite-journal", "results.jsonl",
+             "claims.json", "report.html", "reproduce.json", "figures", "checkpoints")
+
+
+def check_study_name(name: Any) -> None:
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name) or ".." in name:
+        raise UserError(f"study name {name!r} is not allowed: letters, digits, '-', '_' and '.', starting "
+                        "with a letter or digit, at most 64 characters, no '..' (it names a directory)")
+
+
+def check_no_links(out: Path) -> None:
+    """None of robustlab's own files in ``out`` is a symbolic link (writing through one would
+    write outside the run directory)."""
+    for name in OWN_FILES:
+        p = Path(out) / name
+        if p.is_symlink():
+            raise UserError(f"{p} is not allowed: it is a symbolic link (robustlab writes only its own "
+                            "plain files in a run directory); remove it")
+
+
+# ---------------------------------------------------------------------------------------------
+# the store's identity against the manifest
+
+def identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What identifies a run's points: its study, seeds and the hash of its point keys."""
+    return {"study": manifest["study"], "seeds": list(manifest["seeds"]),
+            "points": config_hash({"keys": list(manifest["point_keys"])})}
+
+
+def _seeds_text(seeds: Sequence[Any]) -> str:
+    s = list(seeds)
+    return f"{s[0]}..{s[-1]}" if len(s) > 1 else (str(s[0]) if s else "none")
+
+
+def check_identity(out: Path, manifest: Mapping[str, Any], store: Any, config: Any = None) -> None:
+    """The store in ``out`` holds this manifest's run: its recorded identity matches, every point it
+    holds is one of the manifest's, and (``config``: the study's config class) the manifest's
+    base config is one of that study's. A UserError (one line) otherwise."""
+    want = identity(manifest)
+    got = store.identity()
+    where = Path(out) / "store.sqlite"
+    fix = "restore this run's store or manifest, or move the directory away"
+    if got is not None and got != want:
+        what = [k for k in ("study", "seeds", "points") if got.get(k) != want[k]]
+        raise UserError(f"{where} is not allowed: it holds another run than manifest.json (study "
+                        f"{got.get('study')!r}, seeds {_seeds_text(got.get('seeds') or [])} against study "
+                        f"{want['study']!r}, seeds {_seeds_text(want['seeds'])}; differing: {', '.join(what)}): {fix}")
+    stray = store.keys() - set(manifest["point_keys"])
+    if stray:
+        raise UserError(f"{where} is not allowed: {len(stray)} of its points are not in manifest.json's plan "
+                        f"(a store of another run, or an edited manifest): {fix}")
+    if config is not None:
+        try:
+            config.from_dict(manifest["base_config"])
+        except (UserError, TypeError) as exc:
+            raise UserError(f"{Path(out) / 'manifest.json'} is not allowed: its base_config is not a config of "
+                            f"study {manifest['study']!r} ({exc}): {fix}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# never rewrite the derived files from a smaller store
+
+def _lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except OSError:
+        return 0
+
+
+def guard_rewrite(out: Path, n_rows: int, n_points: int, *, force: bool = False) -> None:
+    """Refuse to rewrite results.jsonl, claims.json and report.html from a store holding ``n_rows``
+    result rows over ``n_points`` recorded points when the files there hold more: the store was
+    emptied, truncated or replaced, and the files are the last copy of the results."""
+    if force:
+        return
+    out = Path(out)
+    held = _lines(out / "results.jsonl")
+    fix = (f"restore store.sqlite, or recompute it with `robustlab rerun {out}`, or pass --force to "
+           "rewrite them from the store as it is")
+    if held > n_rows:
+        raise UserError(f"{out / 'results.jsonl'} is not allowed to be rewritten: it holds {held} result rows "
+                        f"and store.sqlite only {n_rows} (emptied, damaged or replaced): {fix}")
+    if n_points == 0:
+        present = [n for n in ("results.jsonl", "claims.json", "report.html") if (out / n).exists()]
+        if present:
+            raise UserError(f"{out / present[0]} is not allowed to be rewritten: store.sqlite holds no point at "
+                            f"all (emptied or replaced): {fix}")
+
+
+# ---------------------------------------------------------------------------------------------
+# completeness
+
+def completeness(manifest: Mapping[str, Any], done: set[str], failed: set[str]) -> dict[str, Any]:
+    """Points planned, done, failed and missing (neither: never run, e.g. a killed run)."""
+    keys = list(manifest["point_keys"])
+    planned = len(keys)
+    n_done = sum(k in done for k in keys)
+    n_failed = sum(k in failed and k not in done for k in keys)
+    return {"planned": planned, "done": n_done, "failed": n_failed, "missing": planned - n_done - n_failed,
+            "complete": n_done == planned}
+
+
+def completeness_text(c: Mapping[str, Any]) -> str:
+    """``points 351/390 done, 0 failed, 39 not run``."""
+    text = f"points {c['done']}/{c['planned']} done, {c['failed']} failed"
+    return text + (f", {c['missing']} not run" if c["missing"] else "")
+
+
+def mark_incomplete(claims: list[dict[str, Any]], c: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each claim computed on an incomplete grid carries ``incomplete`` (its counts); ``--strict``
+    fails on it (:func:`robustlab.report.html.strict_failures`)."""
+    if c["complete"]:
+        return claims
+    note = {k: c[k] for k in ("planned", "done", "failed", "missing")}
+    return [{**d, "incomplete": note} for d in claims]
+
+
+def incomplete_line(claims: list[dict[str, Any]]) -> str | None:
+    """The one line ``--strict`` prints when claims rest on an incomplete grid (None: none do)."""
+    marked = [c for c in claims if c.get("incomplete") and c.get("kind", "claim") in ("claim", "self-check")]
+    if not marked:
+        return None
+    c = marked[0]["incomplete"]
+    return (f"robustlab: --strict: {len(marked)} claim{'s' if len(marked) != 1 else ''} computed on an incomplete grid "
+            f"(points {c['done']}/{c['planned']} done, {c['failed']} failed, {c['missing']} not run): "
+            "resume the run to complete it")
+
+
+# ---------------------------------------------------------------------------------------------
+# code provenance
+
+def _stored_codes(store: Any, manifest: Mapping[str, Any] | None) -> dict[str, int]:
+    """code id -> points, points from before code ids counted under the manifest's legacy id."""
+    out: dict[str, int] = {}
+    for cid, n in store.codes().items():
+        cid = cid if cid is not None else (records.legacy_code_id(dict(manifest)) if manifest else "unknown")
+        out[cid] = out.get(cid, 0) + n
+    return out
+
+
+def _known_codes(manifest: Mapping[str, Any] | None) -> dict[str, dict]:
+    known: dict[str, dict] = {}
+    for s in (manifest or {}).get("sittings") or ():
+        if isinstance(s, dict) and isinstance(s.get("code_id"), str) and s.get("code"):
+            known[s["code_id"]] = s["code"]
+    for r in (manifest or {}).get("reused") or ():
+        for cid, ident in (r.get("code_ids") or {}).items() if isinstance(r, dict) else ():
+            if ident:
+                known.setdefault(cid, ident)
+    return known
+
+
+def _accepted(manifest: Mapping[str, Any] | None) -> tuple[set[str], set[str]]:
+    """(codes accepted together by an earlier ``--allow-mixed-code`` sitting, codes taken with
+    ``--reuse``): a resume by one of the former may add to points of the others, and reused
+    points were the user's explicit choice."""
+    together: set[str] = set()
+    seen: list[str] = []
+    for s in (manifest or {}).get("sittings") or ():
+        if isinstance(s, dict) and isinstance(s.get("code_id"), str):
+            seen.append(s["code_id"])
+            if s.get("allow_mixed_code"):
+                together |= set(seen)
+    reused = {cid for r in (manifest or {}).get("reused") or () if isinstance(r, dict)
+              for cid in (r.get("code_ids") or {})}
+    return together, reused
+
+
+def check_code(out: Path, manifest: Mapping[str, Any] | None, store: Any, current: str,
+               current_ident: dict[str, Any], allow_mixed: bool) -> dict[str, int]:
+    """Refuse (one line) to add points computed by code ``current`` to a store whose points came
+    from other code, unless ``allow_mixed``; returns the store's code id -> points."""
+    codes = _stored_codes(store, manifest)
+    together, reused = _accepted(manifest)
+    other = {c: n for c, n in codes.items()
+             if c != current and c not in reused and not {c, current} <= together}
+    if other and not allow_mixed:
+        known = _known_codes(manifest)
+        then = "; ".join(f"{n} by {records.code_text(known.get(c)) if c in known else _legacy_text(manifest, c)}"
+                         for c, n in other.items())
+        raise UserError(f"--out {str(out)!r} is not allowed: its points were computed by other code ({then}) "
+                        f"than this ({records.code_text(current_ident)}); resuming would mix them in one run: "
+                        "choose a new --out, or pass --allow-mixed-code to continue (recorded in the manifest)")
+    return codes
+
+
+def _legacy_text(manifest: Mapping[str, Any] | None, cid: str) -> str:
+    code = (manifest or {}).get("code") or {}
+    if manifest and cid == records.legacy_code_id(dict(manifest)):
+        dirty = " with local changes" if code.get("dirty") else ""
+        return f"commit {(code.get('git_commit') or '?')[:7]}{dirty}"
+    return f"code {cid}"
+
+
+def sitting(options: Any, code_ident: dict[str, Any], allow_mixed: bool) -> dict[str, Any]:
+    """One entry of the manifest's ``sittings``: when, with which code, versions and host."""
+    return {"started": records.now_iso(), "finished": None, "code_id": records.code_id(code_ident),
+            "code": code_ident, "allow_mixed_code": bool(allow_mixed), "versions": records.package_versions(),
+            "host": records.host_info(), "workers": options.workers, "backend": options.backend}
+
+
+def code_summary(store_codes: Mapping[str | None, int], manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Which points came from which code: ``[{"code_id", "points", "code"}]`` (most points first)."""
+    known = _known_codes(manifest)
+    merged: dict[str, int] = {}
+    for cid, n in store_codes.items():
+        cid = cid if cid is not None else records.legacy_code_id(dict(manifest))
+        merged[cid] = merged.get(cid, 0) + n
+    rows = [{"code_id": c, "points": n,
+             "code": records.code_text(known[c]) if c in known else _legacy_text(manifest, c)}
+            for c, n in merged.items()]
+    return sorted(rows, key=lambda r: -r["points"])

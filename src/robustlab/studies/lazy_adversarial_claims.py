@@ -1,0 +1,355 @@
+"""The claims of ``lazy-adversarial`` (lazy training, NeurIPS 2022, §5.2, Alg. 1), declared with
+the claims engine (:mod:`robustlab.claims`).
+
+* ``eps-sharp-drop``: inside the lazy ball, robust/clean accuracy falls from 75 % to 25 % within
+  a factor :data:`MAX_WIDTH` in ε, at every d.
+* ``eps-threshold``: the ε at which it halves scales like d^(−1/2) (log–log slope in a band).
+* ``radius-low``: at the lazy radius itself (R = C0/√m, ``R_factor = 1``), robust accuracy of
+  trained networks stays below 0.25, every width.
+* ``radius-high``: slightly beyond it (R_factor in [1.25, 2], decided at every such value of the
+  grid with ``claims.across``), robust accuracy is above 0.75, every width.
+* ``radius-transition``: the radius R½ at which robust accuracy reaches 0.5, in lazy radii
+  (R½·√m/C0), is the same for every width: the slope of log R½ on log m lies in [−0.7, −0.3].
+
+Controls, chosen before looking, each with the reason it must fail there:
+
+* ε claims: the non-lazy network (C0 = :data:`~._lazy_common.NON_LAZY_C0`, same training) that
+  really left the lazy ball (``non-lazy`` premise on the control). Not the untrained network the
+  issue proposed: Thm 3.1 holds at initialisation too (W(0) is in every ball), so an untrained
+  network must show the same d^(−1/2) threshold: it is a second instance of the claim, not a
+  setting where it fails.
+* radius-low ↔ radius-high: each is the other's control (R = 2·C0/√m, where the paper says
+  networks become robust; R = C0/√m, where the theorem says they cannot).
+* radius-transition: the clean accuracy of the same networks, which does not need the neurons to
+  move past the lazy radius (lazy networks fit MNIST inside it), so its 0.5-crossing, if any, is
+  not tied to C0/√m; if it showed the same R½·√m the transition would be one of fitting.
+
+Premises per network: "trained" (clean test accuracy >= 0.9; for an ε curve, the network at the
+curve's smallest ε: at larger ε a falling clean accuracy is part of the effect) and, for the
+controls, "non-lazy". Excluded networks are counted in ``excluded``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import claims as cm
+from .. import stats
+from ._lazy_common import (
+    MIN_TRAINED,
+    NON_LAZY_C0,
+    PAPER,
+    crossing,
+    describe_family,
+    families,
+    point_ids,
+)
+from .base import Claim
+
+SOURCE = PAPER.cite("§5.2, Alg. 1")
+SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
+MAX_WIDTH = 4.0  # a "sharp" change: from 75 % to 25 % (or 25 % to 75 %) within this factor
+LOW_FACTOR = 1.0  # radius-low: R = C0/√m
+HIGH_FACTORS = (1.25, 2.0)  # radius-high: "slightly beyond" the lazy radius, every grid value in here
+R_HALF_BAND = (-0.7, -0.3)  # slope of log R½ on log m (theory −1/2: R½ ∝ C0/√m)
+BALL_TOL = 1e-4
+
+PREMISES = {
+    "trained": cm.premise_at_least("trained", "trained_acc", MIN_TRAINED,
+                                   "clean test accuracy of the network (of an ε curve: at its smallest ε)"),
+}
+
+_WHY_EPS = (f"C0 = {NON_LAZY_C0:g} lets adversarial training move the neurons far beyond the lazy ball "
+            "(only networks that did are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
+            "margin on sphere-normalised resized digits is set by the images, which resizing barely "
+            "changes, so its halving ε need not fall like d^−1/2 nor drop sharply")
+SPECS = (
+    cm.ClaimSpec("eps-sharp-drop", premises=("trained",), control=cm.ControlSpec({"C0": NON_LAZY_C0}, _WHY_EPS),
+                 min_points=2),
+    cm.ClaimSpec("eps-threshold", premises=("trained",), control=cm.ControlSpec({"C0": NON_LAZY_C0}, _WHY_EPS),
+                 min_points=3),
+    cm.ClaimSpec("radius-low", premises=("trained",), control=cm.ControlSpec(
+        {"R_factor": 2.0}, "at twice the lazy radius the paper says adversarial training succeeds, so robust "
+                           "accuracy below 0.25 there would mean the rule does not see the transition"), min_points=2),
+    cm.ClaimSpec("radius-high", premises=("trained",), control=cm.ControlSpec(
+        {"R_factor": 1.0}, "at the lazy radius itself Thm 3.1 bounds robust accuracy away from 1: above 0.75 "
+                           "there would mean the rule passes whatever the radius"), min_points=2),
+    cm.ClaimSpec("radius-transition", premises=("trained",), control=cm.ControlSpec(
+        "the clean accuracy of the same networks",
+        "clean accuracy does not need the neurons past the lazy radius (lazy networks fit the task inside "
+        "it), so its 0.5-crossing is not tied to C0/√m; the same R½·√m there would make the transition "
+        "one of fitting, not of robustness"), min_points=2),
+)
+_SPEC = {s.id: s for s in SPECS}
+
+
+def _config():
+    from .lazy_adversarial import LazyAdversarialConfig  # (a cycle: the study imports this module)
+    return LazyAdversarialConfig
+
+
+def _net(df: pd.DataFrame) -> pd.DataFrame:
+    return df.assign(_net=point_ids(df, _config(), ()), C0_used=df["offset_ratio"] * df["radius"] * df["m"] ** 0.5)
+
+
+def _non_lazy(c0_max: float) -> cm.Premise:
+    return cm.premise_at_least("non-lazy", "C0_used", c0_max,
+                               f"the network moved beyond the lazy ball (max offset·√m > {c0_max:g})")
+
+
+def _with_relative(df: pd.DataFrame) -> pd.DataFrame:
+    """Add ``rel``: robust accuracy relative to the clean accuracy of the same network."""
+    df = df.copy()
+    df["rel"] = np.where(df["clean_acc"] > 0, df["robust_acc"] / df["clean_acc"].clip(lower=1e-12), 0.0)
+    return df
+
+
+# ---------------------------------------------------------------------------------------
+# ε claims
+
+def _eps_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The ε-grid runs (no radius sweep), with ``trained_acc``: the clean accuracy of the curve's
+    network at its smallest ε, and a ``_curve`` label (family, d, seed): the unit excluded whole."""
+    rows = df[df["R"].isna() & df["R_factor"].isna()] if "R_factor" in df.columns else df[df["R"].isna()]
+    if rows.empty:
+        return rows.assign(trained_acc=[], _curve=[])
+    curve = point_ids(rows, _config(), ("eps",))
+    first = rows.groupby(curve)["eps"].transform("min")
+    at_first = rows["clean_acc"].where(rows["eps"] == first)
+    return rows.assign(_curve=curve, trained_acc=at_first.groupby(curve).transform("max"))
+
+
+def _seed_curves(runs: pd.DataFrame):
+    """(d, seed, ε array, robust/clean array) per curve, ε > 0 only, sorted by ε."""
+    cur = _with_relative(runs[runs["eps"] > 0]).sort_values(["d", "seed", "eps"])
+    for (d, seed), g in cur.groupby(["d", "seed"]):
+        yield int(d), int(seed), g["eps"].to_numpy(float), g["rel"].to_numpy(float)
+
+
+def _sharp_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """Per d: mean over seeds of log(ε₂₅/ε₇₅) (each curve interpolated in log ε) below log
+    MAX_WIDTH, t interval; all d must hold. A curve not falling from above 75 % to below 25 %
+    inside the ε grid gives no width (counted)."""
+    widths: dict[int, list[float]] = {}
+    total: dict[int, int] = {}
+    for d, _seed, xs, ys in _seed_curves(runs):
+        total[d] = total.get(d, 0) + 1
+        e75, e25 = crossing(xs, ys, 0.75), crossing(xs, ys, 0.25)
+        if len(ys) and ys[0] > 0.75 and np.isfinite(e25) and np.isfinite(e75):
+            widths.setdefault(d, []).append(math.log(e25 / e75))
+    parts, per_d = [], []
+    for d in sorted(total):
+        w = widths.get(d, [])
+        est = stats.mean_estimate(w)
+        why = "" if len(w) == total[d] else f"the drop lies inside the ε grid for {len(w)} of {total[d]} seeds"
+        v = stats.decide(est, threshold=math.log(MAX_WIDTH), side="below", reason=why)
+        parts.append(v)
+        per_d.append({"d": d, "log_width": est.value, "log_width_ci": [est.low, est.high],
+                      "width_ratio": math.exp(est.value) if np.isfinite(est.value) else None,
+                      "seeds_with_width": f"{len(w)}/{total[d]}", "verdict": v.verdict})
+    if len(parts) < _SPEC["eps-sharp-drop"].min_points:
+        return cm.too_few(len(parts), _SPEC["eps-sharp-drop"].min_points, what="values of d"), {"per_d": per_d}
+    return stats.combine(parts, reason="every d must hold"), {"per_d": per_d}
+
+
+def _scaling_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """Log–log OLS slope of the per-curve halving ε on d inside SLOPE_BAND, t interval; a curve
+    that starts at or below 50 % or never halves inside the grid gives no point (counted)."""
+    pts, total = [], 0
+    for d, _seed, xs, ys in _seed_curves(runs):
+        total += 1
+        e = crossing(xs, ys, 0.5)
+        if np.isfinite(e) and len(ys) and ys[0] > 0.5:
+            pts.append((d, e))
+    evidence: dict = {"seed_eps_half": [[d, e] for d, e in pts], "curves_with_halving_eps": f"{len(pts)}/{total}"}
+    nd = len({d for d, _ in pts})
+    if nd < _SPEC["eps-threshold"].min_points:
+        return cm.too_few(nd, _SPEC["eps-threshold"].min_points, what="values of d with a halving ε"), evidence
+    est = stats.slope_estimate([d for d, _ in pts], [e for _, e in pts], log_x=True, log_y=True)
+    evidence.update({"slope": est.value, "slope_ci": [est.low, est.high], "n": est.n,
+                     "per_d_mean_eps_half_times_sqrt_d": {
+                         int(d): float(np.mean([e for dd, e in pts if dd == d]) * math.sqrt(d))
+                         for d in sorted({d for d, _ in pts})}})
+    return stats.decide(est, threshold=SLOPE_BAND, side="inside", seeds=max(1, round(len(pts) / nd))), evidence
+
+
+def _judge_families(rows: pd.DataFrame, judge) -> tuple[stats.Verdict, dict | list]:
+    fams = families(rows, _config(), ("eps", "size", "dim"))
+    if not fams:
+        return cm.too_few(0, 1, what="ε curves"), {}
+    results = [judge(f) for f in fams]
+    if len(results) == 1:
+        return results[0]
+    return (stats.combine([r[0] for r in results], reason="every family must hold"),
+            [{**describe_family(f, ("m", "C0", "lr", "bias")), "verdict": r[0].verdict, **r[1]}
+             for f, r in zip(fams, results)])
+
+
+def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge, base_ev: dict) -> Claim:
+    rows = _net(_eps_rows(df))
+    kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
+    lazy = kept[kept["C0"] < NON_LAZY_C0]
+    verdict, ev = _judge_families(lazy, judge)
+    evidence = {**base_ev, **(ev if isinstance(ev, dict) else {"families": ev})}
+    evidence["max_offset_over_radius"] = float(lazy["offset_ratio"].max()) if len(lazy) else None
+    control = None
+    ctrl_all = kept[kept["C0"] == NON_LAZY_C0]
+    if (rows["C0"] == NON_LAZY_C0).any():
+        c0_max = float(rows.loc[rows["C0"] < NON_LAZY_C0, "C0"].max()) if (rows["C0"] < NON_LAZY_C0).any() else 0.0
+        ctrl, cexcl = cm.apply_premises(ctrl_all, [_non_lazy(c0_max)], unit=["_curve"])
+        cv, cev = _judge_families(ctrl, judge)
+        control = cm.control_from(_SPEC[cid].control, cv)
+        evidence["control"] = cev
+        evidence["control_excluded"] = [e.to_dict() for e in cexcl] + [
+            {"premise": "trained", "excluded": int(rows.loc[rows["C0"] == NON_LAZY_C0, "_curve"].nunique()
+                                                   - ctrl_all["_curve"].nunique())}]
+        evidence["control_C0_used"] = [float(ctrl_all["C0_used"].min()), float(ctrl_all["C0_used"].max())] \
+            if len(ctrl_all) else None
+    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl)
+
+
+def eps_sharp_claim(df: pd.DataFrame) -> Claim:
+    """Inside the lazy ball robust accuracy collapses sharply in ε (see :func:`_sharp_family`)."""
+    return _eps_claim(df, "eps-sharp-drop",
+                      "Inside the lazy ball robust accuracy collapses sharply: for every d the robust/clean "
+                      f"accuracy falls from 75 % to 25 % within a factor {MAX_WIDTH:g} in ε", _sharp_family,
+                      {"effect": f"log(ε₂₅/ε₇₅), mean over seeds, t interval; threshold log {MAX_WIDTH:g}",
+                       "max_width_ratio": MAX_WIDTH})
+
+
+def eps_threshold_claim(df: pd.DataFrame) -> Claim:
+    """The ε at which robust accuracy halves scales like d^(−1/2) (see :func:`_scaling_family`)."""
+    return _eps_claim(df, "eps-threshold",
+                      "Inside the lazy ball the ε at which robust/clean accuracy halves scales like d^(−1/2): "
+                      f"its log–log slope against d lies in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]", _scaling_family,
+                      {"effect": "OLS slope of log ε½ on log d over (d, seed) curves, t interval",
+                       "band": list(SLOPE_BAND), "theory_slope": -0.5})
+
+
+# ---------------------------------------------------------------------------------------
+# radius claims
+
+def _radius_rows(df: pd.DataFrame) -> pd.DataFrame:
+    if "R_factor" not in df.columns:
+        return df.iloc[0:0]
+    rows = df[df["R_factor"].notna()]
+    return _net(rows.assign(trained_acc=rows["clean_acc"]))
+
+
+def _radius_premised(df: pd.DataFrame, cid: str) -> tuple[pd.DataFrame, pd.DataFrame, list[cm.Exclusion]]:
+    rows = _radius_rows(df)
+    kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_net"])
+    return rows, kept, excl
+
+
+def _at_factor(kept: pd.DataFrame, factor: float, side: str, threshold: float) -> tuple[stats.Verdict, list]:
+    """Per width: mean robust accuracy over seeds at R_factor = factor (t interval) against the
+    threshold; every width must hold."""
+    parts, per_m = [], []
+    at = kept[np.isclose(kept["R_factor"], factor)]
+    for m, g in at.groupby("m"):
+        est = stats.mean_estimate(g["robust_acc"].to_numpy(float))
+        v = stats.decide(est, threshold=threshold, side=side)
+        parts.append(v)
+        per_m.append({"m": int(m), "R_factor": factor, "R": float(g["radius"].iloc[0]),
+                      "robust_acc": est.value, "ci": [est.low, est.high], "networks": int(len(g)),
+                      "clean_acc": float(g["clean_acc"].mean()), "verdict": v.verdict})
+    if len(parts) < 2:
+        return cm.too_few(len(parts), 2, what="widths with trained networks"), per_m
+    return stats.combine(parts, reason="every width must hold"), per_m
+
+
+def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str, threshold: float,
+                  control_factor: float) -> Claim:
+    rows, kept, excl = _radius_premised(df, cid)
+    if rows.empty:
+        return Claim(cid, statement, cm.too_few(0, 2, what="widths in a radius sweep"), {}, SOURCE, excluded=excl)
+    present = sorted(float(f) for f in rows["R_factor"].unique())
+    use = [f for f in present if factors[0] <= f <= factors[1]]
+    evidence: dict = {"R_factors": present, "judged_at": use, "per_width": {}}
+    if not use:
+        verdict, across = cm.too_few(0, 1, what=f"R_factor values in [{factors[0]:g}, {factors[1]:g}]"), None
+    else:
+        per = {}
+        for f in use:
+            per[f"{f:g}"], evidence["per_width"][f"{f:g}"] = _at_factor(kept, f, side, threshold)
+        verdict, across = (per[f"{use[0]:g}"], None) if len(per) == 1 else cm.across("R_factor", per)
+    control = None
+    if any(np.isclose(control_factor, present)):
+        cv, cev = _at_factor(kept, control_factor, side, threshold)
+        control = cm.control_from(_SPEC[cid].control, cv)
+        evidence["control"] = cev
+    evidence["moved"] = _moved(rows)
+    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl, across=across)
+
+
+def _moved(rows: pd.DataFrame) -> list[dict]:
+    """How far training took the neurons at each R, in lazy radii, and how trained they are."""
+    g = rows.assign(moved=rows["offset_ratio"] * rows["R_factor"])
+    t = g.groupby(["m", "R_factor"]).agg(moved=("moved", "max"), clean_acc=("clean_acc", "mean"),
+                                         trained=("trained_acc", lambda v: float((v >= MIN_TRAINED).mean())),
+                                         epochs=("epochs_run", "mean"), robust_acc=("robust_acc", "mean"))
+    return [{"m": int(m), "R_factor": float(f), **{k: float(v) for k, v in r.items()}}
+            for (m, f), r in t.iterrows()]
+
+
+def radius_low_claim(df: pd.DataFrame) -> Claim:
+    """At the lazy radius R = C0/√m, trained networks' robust accuracy is below 0.25, every width."""
+    return _radius_claim(df, "radius-low", "At the lazy radius R = C0/√m, adversarially trained networks stay "
+                         "non-robust: robust accuracy below 0.25 for every width", (LOW_FACTOR, LOW_FACTOR),
+                         "below", 0.25, 2.0)
+
+
+def radius_high_claim(df: pd.DataFrame) -> Claim:
+    """Slightly beyond the lazy radius (R_factor in [1.25, 2]), robust accuracy is above 0.75."""
+    return _radius_claim(df, "radius-high", "Slightly beyond the lazy radius (R = 1.25–2 × C0/√m, every such "
+                         "value of the grid) adversarial training succeeds: robust accuracy above 0.75 for every "
+                         "width", HIGH_FACTORS, "above", 0.75, LOW_FACTOR)
+
+
+def _r_half(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
+    """Per (m, seed): R½ (the radius where ``col`` first reaches 0.5, interpolated in log R);
+    the OLS slope of log R½ on log m against R_HALF_BAND."""
+    pts, total = [], 0
+    for (m, _seed), g in kept.sort_values("radius").groupby(["m", "seed"]):
+        total += 1
+        xs, ys = g["radius"].to_numpy(float), g[col].to_numpy(float)
+        if len(ys) and ys[0] < 0.5:
+            r = crossing(xs, ys, 0.5, rising=True)
+            if np.isfinite(r):
+                pts.append((int(m), float(r), float(r * math.sqrt(m) / g["C0"].iloc[0])))
+    ev: dict = {"curves_with_R_half": f"{len(pts)}/{total}",
+                "R_half_in_lazy_radii": {int(m): float(np.mean([x for mm, _, x in pts if mm == m]))
+                                         for m in sorted({m for m, _, _ in pts})}}
+    if len({m for m, _, _ in pts}) < 2:
+        return cm.too_few(len({m for m, _, _ in pts}), 2, what="widths with an R½"), ev
+    est = stats.slope_estimate([m for m, _, _ in pts], [r for _, r, _ in pts], log_x=True, log_y=True)
+    ev.update({"slope": est.value, "slope_ci": [est.low, est.high]})
+    return stats.decide(est, threshold=R_HALF_BAND, side="inside"), ev
+
+
+def radius_transition_claim(df: pd.DataFrame) -> Claim:
+    """R½·√m/C0 is the same for every width: slope of log R½ on log m in R_HALF_BAND (theory −½)."""
+    cid = "radius-transition"
+    statement = ("The robust transition sits at the lazy radius for every width: the radius R½ where robust "
+                 f"accuracy reaches 0.5 scales like 1/√m (slope of log R½ on log m in [{R_HALF_BAND[0]}, "
+                 f"{R_HALF_BAND[1]}]), i.e. R½·√m/C0 is the same across widths")
+    rows, kept, excl = _radius_premised(df, cid)
+    verdict, ev = _r_half(kept, "robust_acc")
+    cv, cev = _r_half(rows, "clean_acc")  # the control: every network, its clean accuracy
+    ev["control"] = cev
+    ev["moved"] = _moved(rows) if len(rows) else []
+    return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl,
+                 control=cm.control_from(_SPEC[cid].control, cv))
+
+
+def claims(df: pd.DataFrame, ctx) -> list[Claim]:
+    return [eps_sharp_claim(df), eps_threshold_claim(df), radius_low_claim(df), radius_high_claim(df),
+            radius_transition_claim(df)]
+
+
+__all__ = ["SPECS", "PREMISES", "claims", "eps_sharp_claim", "eps_threshold_claim", "radius_low_claim",
+           "radius_high_claim", "radius_transition_claim"]

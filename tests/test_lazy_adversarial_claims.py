@@ -1,0 +1,170 @@
+"""lazy-adversarial's claims under the claims engine, on synthetic results: each verdict state;
+the non-lazy control (a planted control that passes too makes the claim inconclusive); the
+"trained" premise per network (a planted under-trained curve or network is excluded and
+counted, not a reason for NA); radius-high decided at every R_factor in [1.25, 2]; and the
+declarations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from robustlab import claims as cm
+from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
+from robustlab.studies._lazy_common import NON_LAZY_C0
+from robustlab.studies.lazy_adversarial import STUDY
+from robustlab.studies.lazy_adversarial_claims import (
+    claims,
+    eps_sharp_claim,
+    eps_threshold_claim,
+    radius_high_claim,
+    radius_low_claim,
+    radius_transition_claim,
+)
+
+EPS = [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8]
+BASE = {"dataset": "mnist5k", "sphere": True, "bias": True, "R": None, "lr": 0.5, "dim": None}
+
+
+def _curves(*, threshold, steep=6.0, ds=(25, 100, 196, 400, 784), seed=0, noise=0.05, clean=0.97,
+            seeds=3, C0=5.0, moved=1.0):
+    """Robust accuracy = clean · logistic drop in log ε around ``threshold(d)``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    m = 64
+    r = C0 / math.sqrt(m)
+    for d in ds:
+        for s in range(seeds):
+            t = threshold(d) * float(np.exp(rng.normal(0, noise)))
+            k = steep * float(np.exp(rng.normal(0, noise)))
+            for e in EPS:
+                rel = 1 / (1 + (e / t) ** k)
+                rows.append({**BASE, "size": int(math.isqrt(d)), "d": d, "eps": e, "seed": s, "m": m, "C0": C0,
+                             "R_factor": None, "radius": r, "clean_acc": clean, "robust_acc": clean * rel,
+                             "offset_ratio": moved if C0 < NON_LAZY_C0 else 40.0 / (r * 8),
+                             "lazy_radius": r, "epochs_run": 10.0})
+    return rows
+
+
+def _adv_df(*, control=None, **kw):
+    rows = _curves(threshold=kw.pop("threshold", lambda d: 2.3 / math.sqrt(d)), **kw)
+    ctl = {"threshold": lambda d: 0.3, "steep": 1.0, **(control or {})}  # robust, no d-dependence
+    rows += _curves(C0=NON_LAZY_C0, seed=9, **ctl)
+    return pd.DataFrame(rows)
+
+
+def test_eps_claims_reproduced_with_a_control_that_fails():
+    for claim in (eps_threshold_claim, eps_sharp_claim):
+        c = claim(_adv_df())
+        assert c.decision.verdict == REPRODUCED, (c.id, c.decision, c.evidence)
+        assert c.control is not None and c.control.verdict.verdict != REPRODUCED, c.control
+    c = eps_threshold_claim(_adv_df())
+    assert c.evidence["slope"] == pytest.approx(-0.5, abs=0.08)
+    for d, v in c.evidence["per_d_mean_eps_half_times_sqrt_d"].items():
+        assert v == pytest.approx(2.3, rel=0.15), d
+
+
+@pytest.mark.parametrize("claim, kw, state", [
+    (eps_threshold_claim, {"threshold": lambda d: 0.2}, CONTRADICTED),  # no dependence on d
+    (eps_threshold_claim, {"threshold": lambda d: 20.0 / d}, CONTRADICTED),  # 1/d, too steep
+    (eps_threshold_claim, {"threshold": lambda d: 0.7 * d ** -0.3, "noise": 0.4}, INCONCLUSIVE),
+    (eps_threshold_claim, {"threshold": lambda d: 5.0}, NOT_APPLICABLE),  # never halves in the grid
+    (eps_threshold_claim, {"ds": (100, 196)}, NOT_APPLICABLE),  # too few d to fit a slope
+    (eps_threshold_claim, {"clean": 0.7}, NOT_APPLICABLE),  # no network trained: all excluded
+    (eps_sharp_claim, {"steep": 0.8}, CONTRADICTED),  # a gradual decline, not a sharp drop
+    (eps_sharp_claim, {"steep": 1.65, "noise": 0.5}, INCONCLUSIVE),  # width ≈ 4 and noisy
+])
+def test_eps_claims_reach_each_state(claim, kw, state):
+    c = claim(_adv_df(**kw))
+    assert c.decision.verdict == state, (c.decision, c.evidence)
+
+
+def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive():
+    c = eps_threshold_claim(_adv_df(control={"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}))
+    assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED
+    assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_a_planted_under_trained_curve_is_excluded_not_a_reason_for_na():
+    df = _adv_df()
+    bad = (df["C0"] == 5.0) & (df["d"] == 196) & (df["seed"] == 1)
+    df.loc[bad, "clean_acc"] = 0.5
+    df.loc[bad, "robust_acc"] = 0.0  # an untrained network: no robust point at any ε
+    c = eps_threshold_claim(df)
+    assert c.decision.verdict == REPRODUCED, c.decision
+    ex = c.to_dict()["excluded"][0]
+    assert (ex["premise"], ex["excluded"], ex["of"]) == ("trained", 1, 2 * 5 * 3)  # lazy and control curves
+
+
+RF = [0.25, 0.5, 1.0, 1.25, 1.5, 2.0, 4.0]
+
+
+def _radius_df(curve, *, noise=0.0, seeds=3, clean=0.98):
+    rng = np.random.default_rng(0)
+    rows = []
+    for m in (64, 256):
+        lazy_r = 5 / math.sqrt(m)
+        for s in range(seeds):
+            shift = float(np.exp(rng.normal(0, noise)))
+            for f in RF:
+                acc = float(np.clip(curve(f * shift, m) + 0.01 * rng.normal(), 0, 1))
+                rows.append({**BASE, "size": 14, "d": 196, "eps": 0.2, "seed": s, "m": m, "C0": 5.0,
+                             "R_factor": f, "radius": f * lazy_r, "clean_acc": clean, "robust_acc": acc,
+                             "offset_ratio": 1.0, "lazy_radius": lazy_r, "epochs_run": 10.0})
+    return pd.DataFrame(rows)
+
+
+def _transition(f, m):
+    return 0.95 / (1 + (1.1 / f) ** 30)  # in lazy radii, the same for every width: 0.05 at 1, 0.93 at 1.25
+
+
+RADIUS = {"radius-low": radius_low_claim, "radius-high": radius_high_claim,
+          "radius-transition": radius_transition_claim}
+
+
+def test_radius_claims_reproduced_on_a_transition_at_the_lazy_radius():
+    for cid, claim in RADIUS.items():
+        c = claim(_radius_df(_transition))
+        assert c.id == cid and c.decision.verdict == REPRODUCED, (cid, c.decision, c.evidence)
+        assert c.control is not None and c.control.verdict.verdict != REPRODUCED, (cid, c.control)
+    c = radius_high_claim(_radius_df(_transition))
+    assert c.across == {"R_factor": {"1.25": REPRODUCED, "1.5": REPRODUCED, "2": REPRODUCED}}
+    t = radius_transition_claim(_radius_df(_transition))
+    assert t.evidence["slope"] == pytest.approx(-0.5, abs=0.05)
+
+
+@pytest.mark.parametrize("curve, cid, state", [
+    (lambda f, m: 0.9, "radius-low", CONTRADICTED),  # robust at every radius
+    (lambda f, m: 0.05, "radius-high", CONTRADICTED),  # never robust
+    (lambda f, m: _transition(f, m) if m == 64 else 0.1, "radius-high", CONTRADICTED),
+    (lambda f, m: _transition(f / math.sqrt(m / 64), m), "radius-transition", CONTRADICTED),  # R½ ∝ m^0
+])
+def test_radius_claims_reach_each_state(curve, cid, state):
+    c = RADIUS[cid](_radius_df(curve))
+    assert c.decision.verdict == state, (c.decision, c.evidence)
+
+
+def test_radius_high_depends_on_the_factor_is_inconclusive():
+    c = radius_high_claim(_radius_df(lambda f, m: 0.9 / (1 + (1.6 / f) ** 12)))  # 1.25 low, 2 high
+    assert c.decision.verdict == INCONCLUSIVE and "depends on R_factor" in c.decision.reason
+
+
+def test_a_planted_under_trained_network_is_excluded_from_the_radius_claims():
+    df = _radius_df(_transition, seeds=4)
+    bad = (df["m"] == 64) & (df["R_factor"] == 1.0) & (df["seed"] == 2)
+    df.loc[bad, "clean_acc"] = 0.55
+    df.loc[bad, "robust_acc"] = 0.9  # whatever it reads, it is not used
+    c = radius_low_claim(df)
+    assert c.decision.verdict == REPRODUCED
+    assert c.to_dict()["excluded"][0]["excluded"] == 1
+
+
+def test_every_builtin_claim_has_a_control_and_declared_premises():
+    specs = {s.id: s for s in STUDY.claim_specs}
+    df = pd.concat([_adv_df(), _radius_df(_transition)])
+    for c in claims(df, None):
+        assert c.id in specs and c.kind == cm.CLAIM == specs[c.id].kind
+        assert specs[c.id].control is not None and c.control is not None, c.id
