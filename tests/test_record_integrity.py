@@ -188,6 +188,17 @@ def _edited_study(runs, tmp):
     return ["report", str(d)]
 
 
+def _edited_study_legacy(runs, tmp):
+    """The same with a store from before identities: the manifest's config is not the study's."""
+    d = _copy(runs["smoke"], tmp)
+    _edit_manifest(d, lambda m: {**m, "study": "lazy-attack"})
+    con = sqlite3.connect(d / "store.sqlite")
+    con.execute("DROP TABLE meta")
+    con.commit()
+    con.close()
+    return ["report", str(d)]
+
+
 # --- mixed code ------------------------------------------------------------------------------
 
 def _edited_study_file(runs, tmp):
@@ -288,6 +299,7 @@ ROWS = {
     "another run's store copied in (resume)": lambda r, t: _other_store(r, t, "run"),
     "another run's old-style store copied in": _other_store_legacy,
     "manifest's study edited": _edited_study,
+    "manifest's study edited, old-style store": _edited_study_legacy,
     # mixed code
     "resume after editing the study file": _edited_study_file,
     "resume of a run at another commit (dirty)": _other_commit,
