@@ -80,3 +80,11 @@ def test_a_broken_self_check_and_failed_points_show():
     assert "self-checks: 0/1 hold (not holding: ball)" in text and "1 points failed" in text
     assert "  ! the study crashed: boom" in text and "traceback" not in text
     assert "✗ [self-check] ball  CONTRADICTED" in text
+
+
+def test_a_control_that_is_not_applicable_is_not_counted_as_failing():
+    """A control that could not be decided shows '?', not '✓': the test's power to fail is unshown."""
+    na_ctl = {**CONTROL_FAILS, "verdict": "not applicable", "effect": None, "interval": None}
+    sec = _section(claims=[_claim("a", "inconclusive", control=na_ctl), _claim("b", "reproduced", control=CONTROL_FAILS)])
+    assert "controls 1/2 fail (1 not applicable)" in study_header(sec)
+    assert "control: C0 = 1000 → not applicable ?" in console_text([sec])

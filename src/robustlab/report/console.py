@@ -46,12 +46,13 @@ def _seconds_text(s: float | None) -> str:
 
 def _controls_text(claims: list[dict[str, Any]]) -> str:
     """``controls 5/6 fail`` over the claims that name a control (a passing control makes its
-    claim inconclusive: its test does not discriminate)."""
+    claim inconclusive: its test does not discriminate; one not applicable shows nothing)."""
     with_ctl = [c for c in paper_claims(claims) if c.get("control")]
     if not with_ctl:
         return ""
-    failing = sum((c["control"].get("verdict") != "reproduced") for c in with_ctl)
-    return f"controls {failing}/{len(with_ctl)} fail"
+    failing = sum(c["control"].get("verdict") in ("contradicted", "inconclusive") for c in with_ctl)
+    untested = sum(c["control"].get("verdict") == "not applicable" for c in with_ctl)
+    return f"controls {failing}/{len(with_ctl)} fail" + (f" ({untested} not applicable)" if untested else "")
 
 
 def study_header(sec: StudySection, seconds: float | None = None) -> str:

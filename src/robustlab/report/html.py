@@ -70,6 +70,7 @@ table{border-collapse:collapse;width:100%;font-size:.9em;margin:.4em 0 1em}
 th,td{border:1px solid var(--border);padding:.22em .5em;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
 #claims tr.study th{background:#eef2f6;font-weight:600}#claims tr.study .meta{font-weight:normal}
+#claims td:first-child{white-space:nowrap}#claims td:nth-child(4),#claims td:nth-child(6){font-size:.9em}
 #claims td.num{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em;white-space:nowrap}
 tr.fail>td{background:#fff5f5}tr.inc>td{background:#fffbe6}tr.na>td{background:#f6f8fa}
 tr.aside>td{color:var(--muted)}
@@ -267,7 +268,7 @@ def _study_row(s: StudySection) -> str:
 def _verdict_table(sections: list[StudySection]) -> list[str]:
     """The first screen: one compact row per check, grouped by study."""
     out = ["<table id='claims'><thead><tr><th>claim</th><th>verdict</th>"
-           "<th>effect [95 % interval] vs threshold</th><th>control (→ its verdict; ✓ fails as it must)</th>"
+           "<th>effect [95 % interval] vs threshold</th><th>control → its verdict</th>"
            "<th>excluded by premises</th><th>reason</th></tr></thead><tbody>"]
     for s in sections:
         out.append(_study_row(s))

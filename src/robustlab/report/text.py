@@ -180,13 +180,16 @@ def self_check_line(claims: list[dict[str, Any]]) -> str:
 
 
 def control_text(claim: dict[str, Any]) -> str:
-    """``control: C0 = 1000 → contradicted ✓`` (✓: the control does not pass, so the test can fail)."""
+    """``control: C0 = 1000 → contradicted ✓`` (✓: the control does not pass, so the test can fail;
+    ✗: it passes too; ?: it is not applicable)."""
     if kind_of(claim) != "claim":
         return ""
     ctl = claim.get("control")
     if not ctl:
         return "no control: cannot fail-check"
-    mark = "✗" if ctl.get("verdict") == "reproduced" else "✓"
+    # ✓ the control fails as it must; ✗ it passes too (the test does not discriminate); ? it could
+    # not be decided (not applicable), so the test's power to fail is unshown
+    mark = {"reproduced": "✗", "not applicable": "?"}.get(ctl.get("verdict"), "✓")
     return f"control: {ctl.get('setting')} → {ctl.get('verdict')} {mark}"
 
 
