@@ -3,7 +3,7 @@
 1. PGD throughput (attacked samples / s) against torchattacks' PGD: same trained MLP, same
    data, ε, step and number of steps; robust accuracy printed beside each so that speed is
    never bought with strength.
-2. ``min_flip_along_gradient`` against the reference scan of seed 001's code (steps of
+2. ``min_flip_along_gradient`` against the reference scan of the lazy-training paper's code (steps of
    0.001 along the normalised gradient, one point at a time): same ‖δ‖ to 1e-3, speed ratio.
 3. Perturbation stability: the exact identity ε²‖J‖_F²/(d+2) against Monte Carlo with 1,000
    draws: both values and the time ratio.
@@ -178,7 +178,7 @@ def bench_pgd_overhead(threads: int = 2, rounds: int = 7, memory: str = "glibc's
 
 
 def reference_scan(model, x, step=1e-3, cap=2.0):
-    """Seed 001's procedure: per point, step 0.001 along −sign(f) ∇f/‖∇f‖ until the sign flips."""
+    """The lazy-training paper's procedure: per point, step 0.001 along −sign(f) ∇f/‖∇f‖ until the sign flips."""
     out = []
     for i in range(len(x)):
         xi = x[i : i + 1].clone().requires_grad_(True)
@@ -195,7 +195,7 @@ def reference_scan(model, x, step=1e-3, cap=2.0):
 
 
 class TwoLayer(nn.Module):
-    """Seed 001's network: f(x) = (1/√m) Σ_s a_s ReLU(<w_s, x>), top layer fixed."""
+    """The lazy-training paper's network: f(x) = (1/√m) Σ_s a_s ReLU(<w_s, x>), top layer fixed."""
 
     def __init__(self, d: int, m: int, g: torch.Generator):
         super().__init__()
@@ -218,7 +218,7 @@ def bench_min_flip() -> None:
     ref, r = reference_scan(model, xt), min_flip_along_gradient(model, xt)
     both = ~ref.isnan() & ~r.delta_norm.isnan()
     diff = float((r.delta_norm[both] - ref[both]).abs().max())
-    print(f"\n[2] min flip along the gradient, seed-001 net (d=64, m=512, sphere), {len(xt)} correct points")
+    print(f"\n[2] min flip along the gradient, lazy-training paper net (d=64, m=512, sphere), {len(xt)} correct points")
     print(f"mean |delta| {float(r.delta_norm.nanmean()):.4f} (reference {float(ref.nanmean()):.4f}); "
           f"max |difference| {diff:.2e} (<= 1e-3: {diff <= 1e-3}); both flipped {int(both.sum())}/{len(xt)}")
     print(f"reference scan {t_ref * 1e3:.0f} ms, batched bisection {t_ours * 1e3:.1f} ms: {t_ref / t_ours:.0f}x")

@@ -12,7 +12,7 @@ rounding) and so must the flipping steps (within the scan's 0.001). Run:
 ``python benchmarks/bench_lazy.py [--preset quick]``.
 
 ``--authors`` instead compares ``run_points`` of ``lazy-attack`` with a plain PyTorch
-transcription of the authors' loop on their protocol (Seed 001, §5.1: raw pixels, biases,
+transcription of the authors' loop on their protocol (lazy training, NeurIPS 2022, §5.1: raw pixels, biases,
 lr 0.1, at most 1000 epochs, C0 = 10, m = 1000, sizes 5…28, 3 seeds): per seed an
 ``nn.Linear`` network, ``torch.optim.SGD``, a reshuffle per epoch, the ball checked after each
 epoch (the last weights inside it kept), then the 0.001-step line search along

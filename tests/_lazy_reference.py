@@ -34,7 +34,7 @@ def reference_lazy_sgd(
     max_epochs: int = 1000,
     check: str = "epoch",
 ) -> TrainLog:
-    """Mini-batch SGD on the logistic loss until a copy leaves its lazy ball (Seed 001, §5.1).
+    """Mini-batch SGD on the logistic loss until a copy leaves its lazy ball (lazy training, NeurIPS 2022, §5.1).
 
     ``x`` (N, d) and ``y`` (N,) ±1 are shared by all copies. After each epoch (``check="epoch"``,
     the authors' rule) or each step (``check="step"``), a copy with a neuron outside

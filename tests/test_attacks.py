@@ -221,7 +221,7 @@ def test_fgsm_linear_multiclass_margin_drop():
 
 
 def test_gradient_step_is_clipped_ascent():
-    """Seed 000's step: x + clip(η̃ ∇ₓL) with the clip elementwise to ±ε."""
+    """The feature-learning paper's step: x + clip(η̃ ∇ₓL) with the clip elementwise to ±ε."""
     model, w, x, y = linear_binary(8)
     eps, step = 0.05, 2.0
     x_adv = GradientStep(Linf(eps), step=step, loss="logistic")(model, x, y, bounds=None)

@@ -218,7 +218,7 @@ def test_list_is_one_line_per_study_and_list_study_the_details(capsys):
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     for name in REGISTRY:
-        assert sum(line.startswith(name + " ") for line in lines) == 1, name
+        assert sum(line.startswith(name + ": ") for line in lines) == 1, name
     assert len(lines) <= len(REGISTRY) + 3 and all(len(line) <= 100 for line in lines)
     assert main(["list", "smoke"]) == 0
     out = capsys.readouterr().out

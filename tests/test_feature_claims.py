@@ -528,3 +528,35 @@ def test_a2e_maps_the_region_robust_inside_span_v():
     assert c.kind == cl.EXPLORATORY and c.decision.verdict == R
     assert c.evidence["best_setting"]["eps"] == 0.8 and len(c.evidence["table"]) == 2
     assert [r["eps"] for r in c.evidence["settings_robust_in_every_seed"]] == [0.8]
+
+
+@pytest.mark.filterwarnings("ignore::robustlab.data.patches.AssumptionWarning")
+def test_real_runs_record_clipping_threats_feature_use_and_the_counter_experiment():
+    tiny = dict(P=12, d=8, n_train=16, n_test=16, m=2, steps=12, probe_every=3, eval_every=6, eval_pgd_steps=1,
+                span_steps=3, span_restarts=2)
+    adv = [FeatureLearningConfig(seed=s, experiment="main", method="gradient_step", **tiny) for s in (0, 1)]
+    out = run_points(adv, "cpu")
+    fin = [r for r in out[0] if r["kind"] == "final"][0]
+    assert 0.0 <= fin["clip_frac_v_phase1"] <= 1.0 and 0.0 <= fin["threat_linf_all"] <= 1.0
+    assert len([r for r in out[0] if r["kind"] == "clip"]) == 5
+    sweep = {r["eps_over_alpha"]: r for r in out[0] if r["kind"] == "eps_sweep"}
+    assert len(sweep) == 6
+    assert sweep[0.4]["every_patch_acc"] == fin["threat_linf_all"]  # u on every patch, at ε = eval_eps
+    assert "v_swap_acc" in sweep[0.4] and "v_swap_acc" not in sweep[0.1]  # attribution budgets only
+    # A3's premise and A2's parts are recorded per run
+    assert 0.0 <= fin["clip_frac_v_before_cross"] <= 1.0 and "saturation_step" in fin
+    for key in ("span_swap_acc", "span_pgd_acc", "span_v_acc", "v_only_acc", "robust_logit_share"):
+        assert 0.0 <= fin[key] <= 1.0, key
+    assert fin["span_v_acc"] <= min(fin["span_swap_acc"], fin["span_pgd_acc"])  # the per-sample worst case
+    assert len(fin["u_neuron_share_i"]) == 2 and len(fin["span_v_acc_i"]) == 2
+    # a member's span{v} numbers do not depend on the ensemble it ran in (its own generator)
+    alone = [r for r in run_points(adv[1:], "cpu")[0] if r["kind"] == "final"][0]
+    assert alone["span_pgd_acc"] == [r for r in out[1] if r["kind"] == "final"][0]["span_pgd_acc"]
+    cnt = [FeatureLearningConfig(seed=s, experiment="counter", method="standard", P=64, eval_eps=0.4, n_test=32)
+           for s in (0, 1)]
+    row = run_points(cnt, "cpu")[0][0]
+    # P = 64 > (α/ε − 1)^3 = 3.4: the every-patch attack breaks the hand-set robust weights
+    assert row["bound_ratio"] == pytest.approx(1.5 ** 3 / 64) and row["threat_linf_all"] == 0.0
+    assert row["clean_acc"] == 1.0 and row["feature_acc"] == 1.0 and row["threat_nonrobust_subspace"] == 1.0
+    few = [dataclasses.replace(c, P=2, eval_eps=0.1) for c in cnt]  # 9^3 / 2 >> 1: it survives
+    assert run_points(few, "cpu")[0][0]["threat_linf_all"] == 1.0

@@ -1,4 +1,4 @@
-"""The two-layer lazy model, its ball helpers and the sphere-teacher data (Seed 001)."""
+"""The two-layer lazy model, its ball helpers and the sphere-teacher data (lazy training, NeurIPS 2022)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_wrong_input_shape_is_refused():
 
 
 def test_gradient_norm_at_init_is_sqrt_half_d_on_the_sphere():
-    """Seed 001, §3: at init on the unit sphere, E‖∇ₓf‖² = d/2 (no bias; half the neurons on)."""
+    """lazy training, NeurIPS 2022, §3: at init on the unit sphere, E‖∇ₓf‖² = d/2 (no bias; half the neurons on)."""
     d, m = 40, 20000
     model = TwoLayerReLU.init([make_generator(3)], m=m, d=d, bias=False, dtype=torch.float64)
     x = torch.randn(1, 64, d, dtype=torch.float64, generator=make_generator(4))

@@ -1,5 +1,5 @@
 """Training inside the lazy ball: SGD that stops on leaving it, and projected adversarial
-training (Seed 001, §5 and Alg. 1)."""
+training (lazy training, NeurIPS 2022, §5 and Alg. 1)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,23 @@ def test_adversarial_training_stays_in_the_ball_and_stops_on_no_gain(data):
         n = int(log.epochs[e])
         best_before = accs[: n - 2, e].max()
         assert accs[n - 2: n, e].max() <= best_before + 1e-4  # two epochs without a gain
+
+
+def test_patience_armed_by_training_cannot_stop_an_untrained_network(data):
+    """Inside a tiny ball the network stays near chance: the authors' rule (armed from the
+    start) stops it within a few epochs; armed at clean accuracy 0.9 (never reached) it trains to
+    the burn-in plus the patience, and armed with no burn-in to the epoch cap."""
+    r = 0.2 / math.sqrt(32)
+    kw = dict(radius=r, eps=0.1, generators=_gens([0, 1]), attack_steps=3, attack_step_size=0.05,
+              bounds=(-1.0, 1.0), lr=0.5, patience=2, max_epochs=25)
+    authors = train_lazy_adversarial(_model([0, 1]), data.x_train, data.y_train, **kw)
+    assert (authors.epochs < 10).all()
+    burn = train_lazy_adversarial(_model([0, 1]), data.x_train, data.y_train, arm_acc=0.9, burn_in=12, **kw)
+    clean = torch.stack([h["clean_train_acc"] for h in burn.history[:-1]])
+    assert float(clean.nan_to_num(0).max()) < 0.9  # never trained
+    assert (burn.epochs >= 12 + 2).all()
+    never = train_lazy_adversarial(_model([0, 1]), data.x_train, data.y_train, arm_acc=0.9, **kw)
+    assert (never.epochs == 25).all() and not never.stopped.any()
 
 
 def test_adversarial_examples_respect_ball_and_box(data):

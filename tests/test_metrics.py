@@ -60,7 +60,7 @@ def test_train_mode_warns_once_and_is_restored():
 
 
 def test_robust_accuracy_feature_direction_with_mask():
-    """Seed 000's attack as a metric: a linear patch model that reads only v_y collapses
+    """The feature-learning paper's attack as a metric: a linear patch model that reads only v_y collapses
     under δ_p = −ε v_y with ε larger than the feature's weight, but not when the mask
     spares every non-robust patch."""
     k, P, d = 2, 4, 4
@@ -300,7 +300,7 @@ def test_early_stop_on_a_flat_ensemble_drops_samples_in_all_copies_together(rest
 @pytest.mark.parametrize("init,depth", [("lecun", 2), ("lecun", 4), ("he", 3), ("ntk", 4), ("small", 3)])
 def test_expected_stability_at_init_matches_random_networks(init, depth):
     """The closed form E_W P(f, ε) at initialisation against 4,000 random float64 networks
-    (Seed 002, Table 1 inits): within 4 standard errors, for LeCun's halving per layer and
+    (width-depth-init, NeurIPS 2022, Table 1 inits): within 4 standard errors, for LeCun's halving per layer and
     He/NTK's depth-independent value alike."""
     from robustlab.metrics import expected_stability_at_init
     from robustlab.models import DeepMLP

@@ -89,7 +89,7 @@ def test_new_package_installs_as_a_plugin_and_passes_its_tests(tmp_path):
                           "--target", str(site), str(root)], capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr
     r = cli("list", path=[site])
-    assert any(line.split()[:1] == ["probe-pkg"] for line in r.stdout.splitlines()), r.stdout + r.stderr
+    assert any(line.startswith("probe-pkg: ") for line in r.stdout.splitlines()), r.stdout + r.stderr
     r = cli("list", "probe-pkg", path=[site])
     assert "[package robustlab-probe-pkg 0.1.0]" in r.stdout, r.stdout + r.stderr
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, str(site)])}

@@ -188,6 +188,17 @@ def _edited_study(runs, tmp):
     return ["report", str(d)]
 
 
+def _edited_study_legacy(runs, tmp):
+    """The same with a store from before identities: the manifest's config is not the study's."""
+    d = _copy(runs["smoke"], tmp)
+    _edit_manifest(d, lambda m: {**m, "study": "lazy-attack"})
+    con = sqlite3.connect(d / "store.sqlite")
+    con.execute("DROP TABLE meta")
+    con.commit()
+    con.close()
+    return ["report", str(d)]
+
+
 # --- mixed code ------------------------------------------------------------------------------
 
 def _edited_study_file(runs, tmp):
@@ -288,6 +299,7 @@ ROWS = {
     "another run's store copied in (resume)": lambda r, t: _other_store(r, t, "run"),
     "another run's old-style store copied in": _other_store_legacy,
     "manifest's study edited": _edited_study,
+    "manifest's study edited, old-style store": _edited_study_legacy,
     # mixed code
     "resume after editing the study file": _edited_study_file,
     "resume of a run at another commit (dirty)": _other_commit,
@@ -518,3 +530,27 @@ def test_a_point_that_kills_its_process_with_one_worker_is_one_line_and_resumabl
     r = subprocess.run([*argv, "--retry-failed", "--allow-mixed-code"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "2/2 points done (0 failed)" in r.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_report_with_figures_on_a_read_only_mount_leaves_the_report(tmp_path, capsys, runs):
+    """The audit's case as it was: figures/ unwritable (root ignores permission bits, so a
+    read-only mount): one line, exit 2, and report.html is not replaced by one without figures."""
+    d = _copy(runs["smoke"], tmp_path)
+    figs = d / "figures"
+    saved = {p.name: p.read_bytes() for p in figs.iterdir()}
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(figs)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.decode().strip()[:80]})")
+    try:
+        for name, data in saved.items():
+            (figs / name).write_bytes(data)
+        subprocess.run(["mount", "-o", "remount,ro", str(figs)], check=True)
+        before = _snapshot(tmp_path)
+        capsys.readouterr()
+        assert main(["report", str(d)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "figures cannot be written" in err[0] and "left as they are" in err[0], err
+        assert _snapshot(tmp_path) == before
+    finally:
+        subprocess.run(["umount", "-l", str(figs)], capture_output=True)

@@ -1,8 +1,6 @@
 """The report's building blocks: power-law fits (float64, against closed forms and scipy),
 plot helpers, evidence formatting, the plain-text claim table and the HTML report."""
 
-import base64
-import io
 import math
 import re
 import warnings
@@ -195,7 +193,7 @@ def _png(tmp_path, name="figures/f.png"):
 
 def _section(tmp_path, *, failing=False, failures=(), problems=(), figures=None, name="alpha"):
     claims = [{"id": "a-ok", "statement": "x grows like d^{1/2}", "passed": True,
-               "evidence": {"slope": 0.51, "slope_ci": [0.45, 0.57]}, "source": "Seed 001, Thm 3.1"}]
+               "evidence": {"slope": 0.51, "slope_ci": [0.45, 0.57]}, "source": "lazy training, NeurIPS 2022, Thm 3.1"}]
     if failing:
         claims.append({"id": "a-bad", "statement": "<script>alert(1)</script> must hold", "passed": False,
                        "evidence": {"value": 0.2, "threshold": 0.9}, "source": ""})
@@ -207,27 +205,35 @@ def _section(tmp_path, *, failing=False, failures=(), problems=(), figures=None,
                 "code": {"git_commit": "0123456789abcdef", "dirty": True},
                 "started": "t0", "finished": "t1", "device": "cpu", "backend": "local", "workers": 1,
                 "sweep": {"seconds": 1.5}}
-    return rh.StudySection(name=name, title=f"Study {name}", source="Seed 001", summary="What it tests.",
+    return rh.StudySection(name=name, title=f"Study {name}", source="lazy training, NeurIPS 2022", summary="What it tests.",
                            manifest=manifest, claims=claims, figures=figs, failures=list(failures),
                            problems=list(problems), n_rows=10)
 
 
 def _claim_rows(text):
     table = re.search(r"<table id='claims'>(.*?)</table>", text, re.S).group(1)
-    return re.findall(r"<tr class='(pass|fail|inc|na)'>", table)
+    return re.findall(r"<tr class='claim (pass|fail|inc|na)'>", table)
 
 
-def test_report_all_pass_has_green_verdict_claim_table_and_valid_embedded_images(tmp_path):
+def test_report_all_pass_has_green_verdict_claim_table_and_figures_linked_once(tmp_path):
+    """Figures are the PNG files beside the report, linked by a relative path (stored once:
+    a combined report links into each study's figures/), never embedded."""
     sec = _section(tmp_path)
     text = rh.render_report([sec], root=tmp_path, title="T")
     assert "class='banner ok'" in text and "id='attention'" not in text
     assert _claim_rows(text) == ["pass"]
     assert "slope</span> = 0.51 [0.45, 0.57]" in text
-    assert "Seed 001, Thm 3.1" in text and "Figure 1.1. A figure." in text
-    imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
-    assert len(imgs) == 1
-    img = plt.imread(io.BytesIO(base64.b64decode(imgs[0])), format="png")
+    assert "lazy training, NeurIPS 2022, Thm 3.1" in text and "Figure 1.1. A figure." in text
+    assert "base64" not in text
+    srcs = re.findall(r'<img [^>]*src="([^"]+)"', text)
+    assert srcs == ["figures/f.png"]
+    img = plt.imread(tmp_path / srcs[0], format="png")
     assert img.shape[0] > 100 and img.shape[1] > 100
+    sec.subdir = "alpha"  # seen from a reproduce directory: the study's own file, not a copy
+    (tmp_path / "alpha" / "figures").mkdir(parents=True)
+    (tmp_path / "figures" / "f.png").rename(tmp_path / "alpha" / "figures" / "f.png")
+    assert re.findall(r'<img [^>]*src="([^"]+)"', rh.render_report([sec], root=tmp_path, title="T")) == \
+        ["alpha/figures/f.png"]
     # self-contained: nothing fetched from elsewhere
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text) and "<link" not in text
     # configuration, seeds, versions are in the report
@@ -273,7 +279,7 @@ def test_claim_table_text_lists_every_claim_with_result_evidence_and_statement(t
     assert [r.split()[:3] for r in rows] == [["alpha", "a-ok", "REPRODUCED"], ["alpha", "a-bad", "CONTRADICTED"],
                                              ["b", "a-ok", "REPRODUCED"]]
     assert "slope = 0.51 [0.45, 0.57]" in rows[0]
-    assert "» x grows like d^{1/2}  [Seed 001, Thm 3.1]" in text
+    assert "» x grows like d^{1/2}  [lazy training, NeurIPS 2022, Thm 3.1]" in text
     assert lines[-1] == "claims: 2 reproduced, 1 contradicted (of 3); failed points: 1"
     assert all(len(ln) <= 110 for ln in lines)
 

@@ -1,11 +1,13 @@
 """The report as a reader sees it: opened in headless Chromium (Debian's ``chromium``).
 
-The check runs on a copy of the report with a probe script added (the report itself
-carries no script): after the page's load event the probe records, for every image,
-whether it decoded (``complete`` and ``naturalWidth > 0``), and the claim table's rows;
-Chromium's ``--dump-dom`` hands that back. A full-page screenshot is saved as
-``report-screenshot.png`` in the run directory (and, when ``ROBUSTLAB_ARTIFACTS`` names a
-directory, copied there with the report, for CI to keep).
+The check runs on a copy of the report, beside it (its figures are files linked by relative
+paths), with a probe script added (the report itself carries no script): after the page's
+load event the probe records, for every image, whether it decoded (``complete`` and
+``naturalWidth > 0``), the verdict table's rows and where the table starts; Chromium's
+``--dump-dom`` hands that back. Two screenshots are saved in the run directory: the first
+screen as a reader opens it (``report-first-screen.png``, 1280×800: the verdict table) and the
+full page (``report-screenshot.png``); when ``ROBUSTLAB_ARTIFACTS`` names a directory, both are
+copied there with the report, for CI to keep.
 
 Without chromium the tests skip, except under CI (``CI=true``), where they fail.
 """
@@ -41,10 +43,12 @@ MAX_HEIGHT = 16000  # software compositing stays reliable below this
 PROBE = """<script id="robustlab-test-probe">
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
-  var rows = Array.prototype.slice.call(document.querySelectorAll('#claims tbody tr'));
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#claims tbody tr.claim'));
+  var table = document.getElementById('claims');
   var result = {
     images: imgs.map(function (i) { return {alt: i.alt, complete: i.complete, w: i.naturalWidth, h: i.naturalHeight}; }),
-    claims_table: !!document.getElementById('claims'),
+    claims_table: !!table,
+    table_top: table ? Math.round(table.getBoundingClientRect().top) : null,
     claim_rows: rows.map(function (r) { return r.querySelector('.badge').textContent; }),
     height: Math.ceil(document.documentElement.scrollHeight)
   };
@@ -80,16 +84,22 @@ def probe(exe: str, report: Path, work: Path) -> dict:
     """Load a probed copy of ``report`` and return what the probe saw."""
     text = report.read_text(encoding="utf-8")
     assert "<script" not in text, "the report itself must not carry scripts"
-    copy = work / f"{report.stem}-probe.html"
+    copy = report.parent / f"{report.stem}-probe.html"  # beside it: figures are relative links
     copy.write_text(text.replace("</body>", PROBE + "</body>", 1), encoding="utf-8")
-    r = _chromium(exe, "--virtual-time-budget=15000", "--dump-dom", copy.as_uri())
+    try:
+        r = _chromium(exe, "--virtual-time-budget=15000", "--dump-dom", copy.as_uri())
+    finally:
+        copy.unlink(missing_ok=True)
     m = re.search(r'<pre id="robustlab-probe-result">(.*?)</pre>', r.stdout, re.S)
     assert m, f"chromium returned no probe result (rc={r.returncode}): {r.stderr[-3000:]}"
     return json.loads(htmllib.unescape(m.group(1)))
 
 
-def screenshot(exe: str, report: Path, height: int) -> Path:
-    png = report.parent / "report-screenshot.png"
+FIRST_SCREEN = 800  # the height of a laptop's browser window
+
+
+def screenshot(exe: str, report: Path, height: int, name: str = "report-screenshot.png") -> Path:
+    png = report.parent / name
     png.unlink(missing_ok=True)
     h = max(600, min(height, MAX_HEIGHT))
     r = _chromium(exe, f"--window-size={WIDTH},{h}", f"--screenshot={png}", report.as_uri())
@@ -112,9 +122,13 @@ def check_report_in_browser(report: Path, work: Path, *, n_claims: int) -> dict:
     assert seen["images"], "no images in the report"
     broken = [i["alt"] for i in seen["images"] if not (i["complete"] and i["w"] > 0 and i["h"] > 0)]
     assert not broken, f"images that did not load: {broken}"
+    assert seen["table_top"] is not None and seen["table_top"] < 200, "the verdict table is not on the first screen"
+    first = screenshot(exe, report, FIRST_SCREEN, "report-first-screen.png")
     png = screenshot(exe, report, seen["height"])
     from PIL import Image
 
+    with Image.open(first) as im:
+        assert im.size == (WIDTH, FIRST_SCREEN)
     with Image.open(png) as im:
         assert im.size[0] == WIDTH and im.size[1] >= min(seen["height"], MAX_HEIGHT) - 2
         gray = im.convert("L")
@@ -142,14 +156,15 @@ def test_report_opens_in_chromium_images_load_claims_present_screenshot(tmp_path
     seen = check_report_in_browser(report, tmp_path, n_claims=3)
     assert seen["claim_rows"] == ["REPRODUCED", "REPRODUCED", "CONTRADICTED"]
     assert len(seen["images"]) == 2
-    assert (run / "report-screenshot.png").is_file()
+    assert (run / "report-screenshot.png").is_file() and (run / "report-first-screen.png").is_file()
+    assert "base64" not in report.read_text()  # figures are stored once, as files
 
-    # the check can fail: a copy with one corrupted figure is caught
-    text = report.read_text()
-    bad = tmp_path / "bad" / "report.html"
-    bad.parent.mkdir()
-    bad.write_text(text.replace("base64,iVBORw0KGgo", "base64,AAAAAAAAAAA", 1))
-    seen_bad = probe(chromium_exe(), bad, tmp_path)
+    # the check can fail: a copy whose one figure file is corrupted is caught
+    bad = tmp_path / "bad"
+    shutil.copytree(run, bad)
+    fig = next((bad / "smoke-failing" / "figures").glob("*.png"))
+    fig.write_bytes(b"\0" * 64)
+    seen_bad = probe(chromium_exe(), bad / "report.html", tmp_path)
     assert [i["w"] for i in seen_bad["images"]].count(0) == 1
 
 
@@ -174,7 +189,7 @@ def test_reproduce_quick_end_to_end(tmp_path):
     for name in REPRODUCE_ORDER:
         assert list((out / name / "figures").glob("*.png")), f"{name} drew no figure"
     # the report can be rebuilt from the saved results with the same claim table
-    table = r.stdout[: r.stdout.index("reproduce (preset quick) finished")]
+    table = r.stdout[: r.stdout.index("report: ")]
     rb = subprocess.run([sys.executable, "-m", "robustlab.cli", "report", str(out)], capture_output=True, text=True,
                         timeout=600, env=env)
     assert rb.returncode == 0, rb.stderr[-3000:]

@@ -40,23 +40,23 @@ def smoke_variant(name, **changes):
 
 
 def table_of(stdout: str) -> str:
-    """The claim table printed by reproduce/report (everything up to the verdict line)."""
+    """The summary printed by reproduce/report (everything before the report's path), without
+    the seconds a study took (a single run directory's rebuild does not know them)."""
     lines = stdout.splitlines()
-    end = next(i for i, ln in enumerate(lines) if ln.startswith("claims: "))
-    return "\n".join(lines[: end + 1])
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("report"))
+    return re.sub(r"  \d+(\.\d+)? (s|min)\b", "", "\n".join(lines[:end]))
 
 
 def _assert_one_crash(captured, crashed: str, survivor: str, error: str) -> None:
     """One study reported as crashed (with ``error``) and the other's claim still judged."""
     assert f"1 study crashed ({crashed})" in captured.err
-    assert re.search(rf"^{crashed}\s+study-crashed\s+INCONCLUSIVE\s+inconclusive: the study crashed: {error}",
-                     captured.out, re.M)
-    assert re.search(rf"^{survivor}\s+smoke-accuracy\s+REPRODUCED", captured.out, re.M)
+    assert re.search(rf"^  \? study-crashed  INCONCLUSIVE\n      the study crashed: {error}", captured.out, re.M)
+    assert re.search(rf"^{survivor}  no paper claims .*self-checks: 2/2 hold", captured.out, re.M)
 
 
 def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path, capsys):
     out = tmp_path / "rep"
-    assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 0
+    assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"], verbose=True) == 0
     printed = capsys.readouterr().out
     for f in ("report.html", "reproduce.json", "smoke/manifest.json", "smoke/results.jsonl",
               "smoke/claims.json", "smoke/figures/loss.png", "smoke/report.html", "smoke/store.sqlite"):
@@ -65,10 +65,12 @@ def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path,
     assert meta["preset"] == "quick" and meta["studies"] == ["smoke"] and meta["finished"]
     assert meta["command"] == f"robustlab reproduce --preset quick --out {out} --only smoke"
     assert set(meta["timings"]) == {"smoke"} and meta["versions"]["torch"]
-    assert re.search(r"^smoke\s+smoke-accuracy\s+REPRODUCED\s+effect = 0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85", printed, re.M)
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 2/2 hold$", printed, re.M)
+    assert re.search(r"^  ✓ \[self-check\] smoke-accuracy  reproduced  0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85$", printed, re.M)
     assert f"report: {(out / 'report.html').resolve()}" in printed
     html = (out / "report.html").read_text()
-    assert "<table id='claims'>" in html and html.count("data:image/png;base64,") == 1
+    # the figure is stored once: the study's file, linked from the combined report
+    assert "<table id='claims'>" in html and "base64" not in html and html.count('src="smoke/figures/loss.png"') == 1
     assert "smoke-loss-falls" in html and "id='study-smoke'" in html
 
 
@@ -98,10 +100,10 @@ def test_report_rebuild_gives_the_same_claim_table_without_running(tmp_path, cap
 def test_failed_claim_exits_0_unless_strict_and_is_shown(tmp_path, capsys, monkeypatch):
     register(monkeypatch, smoke_variant("smoke-failing", claims=failing_claims))
     assert reproduce(tmp_path / "a", preset="quick", options=QUIET, studies=["smoke-failing"]) == 0
-    assert re.search(r"^smoke-failing\s+too-good\s+CONTRADICTED", capsys.readouterr().out, re.M)
+    assert re.search(r"^  ✗ too-good  CONTRADICTED", capsys.readouterr().out, re.M)
     assert reproduce(tmp_path / "b", preset="quick", options=QUIET, studies=["smoke-failing"], strict=True) == 1
     html = (tmp_path / "b" / "report.html").read_text()
-    assert "class='banner bad'" in html and "claim <span class='cid'>too-good</span> <span class='badge fail'>" in html
+    assert "class='banner bad'" in html and re.search(r"claim <a class='cid'[^>]*>too-good</a> <span class='badge fail'>", html)
     assert reproduce(tmp_path / "c", preset="quick", options=QUIET, studies=["smoke"], strict=True) == 0
 
 
@@ -120,7 +122,11 @@ def _verdict_claims(state):
 def test_strict_fails_unless_every_claim_is_reproduced(tmp_path, capsys, monkeypatch, state, code):
     register(monkeypatch, smoke_variant("smoke-state", claims=_verdict_claims(state)))
     assert reproduce(tmp_path / "r", preset="quick", options=QUIET, studies=["smoke-state"], strict=True) == code
-    assert re.search(rf"^smoke-state\s+one\s+{state.upper()}", capsys.readouterr().out, re.M)
+    printed = capsys.readouterr().out
+    if state == "reproduced":
+        assert re.search(r"^smoke-state  1/1 reproduced", printed, re.M) and " one " not in printed
+    else:
+        assert re.search(rf"^  . one  {state.upper()}", printed, re.M)
     html = (tmp_path / "r" / "report.html").read_text()
     if state == "not applicable":
         assert "condition &#x27;premise&#x27; not met (synthetic)" in html
@@ -133,7 +139,7 @@ def test_failed_points_are_listed(tmp_path, capsys, monkeypatch):
     register(monkeypatch, smoke_variant("smoke-points", presets=presets))
     assert reproduce(tmp_path / "r", preset="quick", options=QUIET, studies=["smoke-points"]) == 0
     printed = capsys.readouterr().out
-    assert "failed points: 2" in printed
+    assert "2 points failed" in printed and "2 failed points" in printed
     html = (tmp_path / "r" / "report.html").read_text()
     assert "Failed points (2 of 4)" in html and "forced failure at lr=1.0" in html
     assert "2 of 4 points failed" in html
@@ -230,10 +236,13 @@ def test_a_study_whose_module_is_missing_is_a_user_error(tmp_path, capsys, monke
 def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     register(monkeypatch, smoke_variant("smoke-b"))
     reproduce(tmp_path / "p", preset="quick", options=SweepOptions(quiet=False), studies=["smoke", "smoke-b"])
-    err = capsys.readouterr().err.splitlines()
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
     assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
-    assert "self-checks: 2/2 hold" in err[2]  # the smoke study's two checks are self-checks
+    assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[2])  # the tally is on stdout
+    # the smoke study's two checks are self-checks
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 2/2 hold$", captured.out, re.M)
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 

@@ -204,7 +204,7 @@ def test_a_forced_failure_is_recorded_reported_and_not_rerun_unless_asked(tmp_pa
     out = tmp_path / "run"
     argv = [*SMOKE, "--out", out, "--set", "fail_on_lr=0.5"]
     assert run_cli(*argv) == 0
-    assert "6 points (3 failed)" in capsys.readouterr().out
+    assert "3/6 points done (3 failed)" in capsys.readouterr().out
     with Store(out / "store.sqlite", readonly=True) as st:
         fails = st.failures()
         assert st.count("done") == 3

@@ -50,7 +50,7 @@ def _warning_study():
     """The smoke study, whose points at lr 0.5 warn as the assumption checks do."""
     def run_points(cfgs, device):
         if cfgs[0].lr == 0.5:
-            warnings.warn("Assumption 2.3 (seed 000): eps below beta: eps / max beta = 0.25 < 1",
+            warnings.warn("Assumption 2.3 (feature learning, ICLR 2025): eps below beta: eps / max beta = 0.25 < 1",
                           AssumptionWarning, stacklevel=2)
         return smoke.run_points(cfgs, device)
 
@@ -66,11 +66,12 @@ def test_a_run_shows_each_warning_once_as_one_line_and_lists_it_in_the_report(tm
         execute(p, out, SweepOptions(threads=1), progress_label="demo")
     assert not [w for w in escaped if issubclass(w.category, AssumptionWarning)]
     err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if "AssumptionWarning" in ln]
+    lines = [ln for ln in err.splitlines() if "Assumption 2.3" in ln]
     # two groups (size 4 and 8 at lr 0.5) warned: shown once, one line, no file or source
     assert len(lines) == 1, err
-    assert lines[0].startswith("demo: warning: AssumptionWarning: Assumption 2.3 (seed 000): eps below beta")
+    assert lines[0].startswith("demo: warning: Assumption 2.3 (feature learning, ICLR 2025): eps below beta")
     assert ".py" not in err and "warnings.warn" not in err and "Traceback" not in err
+    assert "AssumptionWarning" not in err  # a sentence for a person: the class name stays in the record
     with Store(out / "store.sqlite", readonly=True) as st:
         warned = [r for r in st.done() if r["warnings"]]
     assert sorted((r["params"]["size"], r["params"]["seed"]) for r in warned) == [(4, 0), (4, 1), (8, 0), (8, 1)]
@@ -111,4 +112,4 @@ def test_the_command_line_shows_other_warnings_as_one_line(capsys, monkeypatch):
         warnings.simplefilter("always")
         assert cli.main(["list"]) == 0
     err = capsys.readouterr().err
-    assert err == "robustlab: warning: UserWarning: something to know on two lines\n"
+    assert err == "robustlab: warning: Something to know on two lines\n"  # one sentence, no class name

@@ -117,7 +117,7 @@ def test_missing_files_clear_error(tmp_path):
 
 @pytest.mark.parametrize("dataset", ["mnist", "cifar10"])
 def test_width_depth_study_end_to_end_on_standard_files(tmp_path, dataset):
-    """Study C (seed 002 uses MNIST and CIFAR-10) through the CLI on small files in the
+    """Study C (the width-depth-init paper uses MNIST and CIFAR-10) through the CLI on small files in the
     standard formats: every point finishes and every claim gets one of the four verdicts."""
     import json
 

@@ -84,6 +84,7 @@ def _add_sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (default: start a local one)")
     p.add_argument("--retry-failed", action="store_true", help="re-run points recorded as failed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every claim with its evidence")
     p.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     p.add_argument("--max-points", type=int, default=None, metavar="N",
                    help="refuse a grid of more points than this (default 100000), before it is expanded")
@@ -131,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_report = sub.add_parser("report", help="rebuild figures, claims and report from saved results")
     p_report.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
     p_report.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    p_report.add_argument("-v", "--verbose", action="store_true", help="print every claim with its evidence")
     p_report.add_argument("--force", action="store_true",
                           help="rewrite results.jsonl, claims.json and report.html even from a store holding "
                                "fewer rows than they do")
@@ -155,6 +157,7 @@ def _add_lab_commands(sub) -> None:
                          help="local backend: parallel processes (default: CPU cores // the run's threads)")
     p_rerun.add_argument("--quiet", action="store_true", help="no progress bar")
     p_rerun.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    p_rerun.add_argument("-v", "--verbose", action="store_true", help="print every claim with its evidence")
 
 
 def _default_out(name: str) -> Path:
@@ -264,13 +267,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     rows = [(st.name, st) for st in (get_study(n) for n in REGISTRY)]
     rows += [(item.name, item.study or item.problem) for item in external.listing(set(REGISTRY))]
-    nw = max(len(n) for n, _ in rows)
     for name, st in rows:
-        if isinstance(st, str):
-            print(_clip(f"{name:<{nw}}  BROKEN: {st}", 100))
+        if isinstance(st, str):  # a broken plugin: one line, and it hides no other
+            print(f"{name}: BROKEN — {st}")
             continue
         n = len(st.presets)
-        print(_clip(f"{name:<{nw}}  {n:>2} preset{'s' if n != 1 else ' '}  {st.title}", 100))
+        tail = f"  ({n} preset{'s' if n != 1 else ''})"
+        if st.origin and st.origin.get("kind") != "built-in":
+            tail += f"  [{external.origin_text(st)}]"
+        print(f"{name}: " + _clip(st.title, max(20, 100 - len(name) - 2 - len(tail))) + tail)
     print("details: robustlab list STUDY")
     return 0
 
@@ -320,7 +325,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UserError("study is required: a study name, a .py file, or --config EXP.TOML")
     _early_workers(args)
     from .api import execute_run, prepare_run
-    from .report.html import claim_table_text
+    from .report.console import console_text
 
     options = _sweep_options(args)
     out_dir = args.out
@@ -345,10 +350,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     run = execute_run(p, out, options, record=_run_file_record(args), started=started, reuse=args.reuse,
                       allow_mixed_code=args.allow_mixed_code)
     summary = run.summary
-    print(claim_table_text([summary["section"]]))
+    sec = summary["section"]
+    print(console_text([sec], seconds={sec.name: time.perf_counter() - t0}, verbose=args.verbose))
     pts = summary["points"]
-    print(f"{pts['done']}/{pts['planned']} points done ({pts['failed']} failed) in "
-          f"{time.perf_counter() - t0:.1f}s -> {run.out}/report.html")
+    print(f"report: {run.out}/report.html  ·  {pts['done']}/{pts['planned']} points done ({pts['failed']} failed)")
     return _died_exit(summary["failures"], run.out) or _claims_exit(summary["claims"], args.strict)
 
 
@@ -419,7 +424,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}", skips)
     out = args.out or _default_out("reproduce")  # reproduce checks the backend before writing
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,
-                     studies=only, max_points=_max_points(args), allow_mixed_code=args.allow_mixed_code)
+                     studies=only, verbose=args.verbose, max_points=_max_points(args),
+                     allow_mixed_code=args.allow_mixed_code)
 
 
 def _max_points(args: argparse.Namespace) -> int:
@@ -437,7 +443,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise UserError(f"dir={str(args.dir)!r} is not allowed: no such directory")
-    return rebuild(args.dir, strict=args.strict, force=args.force)
+    return rebuild(args.dir, strict=args.strict, force=args.force, verbose=args.verbose)
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -456,10 +462,10 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_rerun(args: argparse.Namespace) -> int:
     from . import records
     from .api import rerun, results_differ
-    from .report.html import claim_table_text
+    from .report.console import console_text
 
     run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
-    print(claim_table_text([run.summary["section"]]))
+    print(console_text([run.summary["section"]], verbose=args.verbose))
     differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
           + ("DIFFERS from the original" if differ else "byte-identical to the original"))

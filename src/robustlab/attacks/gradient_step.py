@@ -1,7 +1,7 @@
-"""One gradient-ascent step clipped to the ball (seed 000's adversarial training step).
+"""One gradient-ascent step clipped to the ball (the feature-learning paper's adversarial training step).
 
 ``x_adv = Π_ε(x + η̃ ∇ₓL)``: for ℓ∞ the projection is the elementwise clip of ``η̃ ∇ₓL`` to
-±ε, exactly seed 000's ``x + clip(η̃ ∇ₓL)`` (Seed 000, Alg. 1); for ℓ2 it rescales the step
+±ε, exactly the feature-learning paper's ``x + clip(η̃ ∇ₓL)`` (feature learning, ICLR 2025, Alg. 1); for ℓ2 it rescales the step
 onto the ball. Unlike FGSM the step keeps the gradient's magnitude, so small gradients give
 small perturbations.
 """

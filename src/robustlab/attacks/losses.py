@@ -48,7 +48,7 @@ def _pm1(y: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
 
 
 def logistic(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """``log(1 + exp(-y f))`` for binary scores, ``(N,)`` (seed 001's loss)."""
+    """``log(1 + exp(-y f))`` for binary scores, ``(N,)`` (the lazy-training paper's loss)."""
     f = scores(out)
     return F.softplus(-_pm1(y, f) * f)
 

@@ -2,7 +2,7 @@
 
 For a binary model ``f`` and a point ``x`` with gradient ``g = ∇ₓ f(x)``, move along
 ``u = −sign(f(x)) g / ‖g‖`` and find the smallest ``t ≥ 0`` with
-``sign f(x + t u) ≠ sign f(x)`` (Seed 001, §5.1). Reported: ``‖δ‖ = t``, ``‖g‖`` and
+``sign f(x + t u) ≠ sign f(x)`` (lazy training, NeurIPS 2022, §5.1). Reported: ``‖δ‖ = t``, ``‖g‖`` and
 ``η = ‖δ‖ / ‖g‖`` (so that ``δ = −sign(f) η g``; Thm 3.1 predicts ``η = Θ(1/d)``).
 
 The authors scan ``t = 0.001, 0.002, …`` one point at a time. Here every point moves at

@@ -275,7 +275,7 @@ def load_images(
     """Load a dataset and apply subset → split → resize → flatten → sphere.
 
     ``classes=(0, 1)`` with ``binary`` (default for two classes) gives labels −1 for the
-    first and +1 for the second, as in seed 001. Otherwise labels are re-indexed 0..k−1 in
+    first and +1 for the second, as in the lazy-training paper. Otherwise labels are re-indexed 0..k−1 in
     the order given. The split is stratified and depends only on ``split_seed``; an official
     test split is used when the source has one.
     """

@@ -1,6 +1,6 @@
 """Synthetic binary data on the unit sphere, labelled by a random teacher network.
 
-The setting of Seed 001's theorem without any image: inputs ``x ~ Uniform(S^{d−1})``
+The setting of the lazy-training paper's theorem without any image: inputs ``x ~ Uniform(S^{d−1})``
 (normalised Gaussians, so ``‖x‖ = 1`` exactly as the theory assumes) and labels
 
     y = sign(g(x)),   g(x) = Σ_{k=1}^K a_k ReLU(⟨u_k, x⟩),

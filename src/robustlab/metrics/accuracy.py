@@ -180,7 +180,7 @@ def input_grad_norm(
 ) -> torch.Tensor:
     """Per-sample input-gradient norms ``‖∇ₓ h(x)‖_p``, ``(N,)``.
 
-    ``h = f`` for a binary model when ``y`` is None (seed 001's ``‖∇ₓ f‖``); otherwise ``h`` is
+    ``h = f`` for a binary model when ``y`` is None (the lazy-training paper's ``‖∇ₓ f‖``); otherwise ``h`` is
     the per-sample ``loss`` at labels ``y``.
     """
     with checks.eval_mode(model), checks.frozen_params(model), torch.enable_grad():

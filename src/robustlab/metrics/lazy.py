@@ -1,7 +1,7 @@
 """How far training moved the weights: the lazy-training ratio and the per-neuron distance.
 
-``κ = ‖θ − θ₀‖₂ / ‖θ₀‖₂`` over all parameters (Seed 002), and seed 001's lazy-ball radius
-``max_s ‖w_s − w_s(0)‖₂`` over the neurons (rows) of a weight matrix (Seed 001, Def. 2.1).
+``κ = ‖θ − θ₀‖₂ / ‖θ₀‖₂`` over all parameters (width-depth-init, NeurIPS 2022), and the lazy-training paper's lazy-ball radius
+``max_s ‖w_s − w_s(0)‖₂`` over the neurons (rows) of a weight matrix (lazy training, NeurIPS 2022, Def. 2.1).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def lazy_ratio(
     ensemble: bool = False,
     trainable_only: bool = True,
 ) -> float | torch.Tensor | dict[str, float | torch.Tensor]:
-    """``‖θ − θ₀‖₂ / ‖θ₀‖₂`` (Seed 002's κ).
+    """``‖θ − θ₀‖₂ / ‖θ₀‖₂`` (the width-depth-init paper's κ).
 
     Args:
         model, model_at_init: modules (or name -> tensor mappings) with the same parameter names.

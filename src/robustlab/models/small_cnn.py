@@ -1,7 +1,7 @@
 """A small convolutional network for real images, as an ensemble of E independent copies.
 
 conv3×3(C→c1) → ReLU → 2×2 avg-pool → conv3×3(c1→c2) → ReLU → adaptive avg-pool to 2×2 → linear(4·c2→k).
-Small enough for the embedded digits (8×8) and mnist5k (28×28) on a CPU; used by seed 000's
+Small enough for the embedded digits (8×8) and mnist5k (28×28) on a CPU; used by the feature-learning paper's
 real-image experiments (standard vs ℓ∞ PGD adversarial training, Ilyas et al. 2019's
 non-robust-dataset test). The adaptive pool keeps the head independent of the image size.
 

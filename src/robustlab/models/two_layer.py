@@ -1,12 +1,12 @@
 """Two-layer ReLU networks with a fixed top layer, as an ensemble of E independent copies.
 
-    f(x) = (1/√m) Σ_{s=1}^m a_s ReLU(⟨w_s, x⟩ + b_s) + c          (Seed 001, §2)
+    f(x) = (1/√m) Σ_{s=1}^m a_s ReLU(⟨w_s, x⟩ + b_s) + c          (lazy training, NeurIPS 2022, §2)
 
 with the top layer fixed: ``a_s ∈ {±1}`` uniform, ``w_s(0) ~ N(0, I_d)``. The theorem has
 no biases (``bias=False``: ``b_s = 0``, ``c = 0``). The authors' code has them, and so does
 the default here: ``b_s(0) ~ N(0, 1)`` trained, and a fixed top bias ``c = ±1/√m``.
 
-The lazy regime (Seed 001, Def. 2.1) keeps every neuron near its initialisation,
+The lazy regime (lazy training, NeurIPS 2022, Def. 2.1) keeps every neuron near its initialisation,
 ``‖θ_s − θ_s(0)‖₂ ≤ r`` with ``r = C₀/√m`` (or an absolute radius ``R``), where the
 neuron's incoming parameters ``θ_s = (w_s, b_s)`` include its bias when there is one (the
 bias is the weight of a constant input, so the ball constrains the whole incoming vector).
@@ -150,7 +150,7 @@ def outside_ball(model: TwoLayerReLU, radius: float | torch.Tensor, *, rtol: flo
 
 @torch.no_grad()
 def project_to_ball(model: TwoLayerReLU, radius: float | torch.Tensor) -> None:
-    """Project every neuron back onto its ball, in place (Seed 001, Alg. 1):
+    """Project every neuron back onto its ball, in place (lazy training, NeurIPS 2022, Alg. 1):
     ``θ_s ← θ_s(0) + (θ_s − θ_s(0)) · min(1, r / ‖θ_s − θ_s(0)‖)``."""
     r = _radius(radius, model)
     # the weight offsets are kept for the update: every minibatch step of adversarial

@@ -79,65 +79,27 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         "floor_device": None, "floor_parallel": None, "probed_groups": 0, "estimate_seconds": 0.0}
     if not groups:  # everything is finished already
         return out
-
-    def totals(fn: Callable[[Config], float | None] | None, zero_ok: bool) -> list[float] | None:
-        """Each group's summed ``fn``, or None where a value is missing, not finite, negative,
-        or zero unless ``zero_ok``."""
-        if fn is None:
-            return None
-        per = [[fn(c) for c in g] for g in groups]
-        if not all(v is not None and math.isfinite(v) and (v > 0 or (zero_ok and v == 0)) for g in per for v in g):
-            return None
-        return [float(sum(g)) for g in per]
-
-    costs = totals(study.cost, zero_ok=False)
-    weights = totals(study.weight, zero_ok=True) if costs is None else None
+    costs = _group_totals(groups, study.cost, zero_ok=False)
+    weights = _group_totals(groups, study.weight, zero_ok=True) if costs is None else None
     if weights is not None and not sum(weights) > 0:
         weights = None
-    k = max(1, min(samples, len(groups)))
-    heavy: list[int] = []  # with a cost model: the costlier half, never sampled whole blindly
-    if costs is not None:  # the cheaper half, in order of cost
-        ranked = sorted(range(len(groups)), key=costs.__getitem__)
-        pool = ranked[:max(k, (len(groups) + 1) // 2)]
-        heavy = ranked[len(pool):]
-    elif weights is not None:  # every group, in order of weight
-        pool = sorted(range(len(groups)), key=weights.__getitem__)
-    else:
-        pool = list(range(len(groups)))
-    picked_i = [pool[round(i * (len(pool) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else pool[:1]
+    picked_i, heavy = _pick(groups, costs, weights, samples)
     picked = [groups[i] for i in picked_i]
-    sample = [p for g in picked for p in g]
     sampled = sum(costs[i] for i in picked_i) if costs is not None else 0.0  # their FLOPs
-    one = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
-    from ..utils import matmul_rate, resolve_device
+    from ..utils import resolve_device
 
     device = resolve_device(options.device)
-    seconds = 0.0
     heavy_part: _CostlyHalf | None = None
-    failed, serial = 0, itertools.count()
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp:
-        def timed(points: list[Config], said: str) -> float:
-            # each timing in a store of its own: a store skips the points it holds, and a
-            # probe may equal another (the warm-up and the shortest probe, where a study rounds up)
-            nonlocal failed
-            with Store(Path(tmp) / f"{next(serial)}.sqlite") as store:
-                t0 = time.perf_counter()
-                run_sweep(points, study.run_points, store, one, execute=execute, ensemble=study.ensemble,
-                          max_group=study.max_ensemble, label=f"{study.name} (dry run)")
-                dt = time.perf_counter() - t0
-                failed += len(store.failures())
-            if say is not None:
-                say(f"{study.name}: {said} in {dt:.1f} s")
-            return dt
-
-        for i, g in enumerate(picked, 1):  # one group at a time, each timed and said
-            seconds += timed(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")
+        timer = _Timer(study, options, Path(tmp), say)
+        seconds = sum(timer(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")  # one at a time, each said
+                      for i, g in enumerate(picked, 1))
         if heavy and device.type != "cuda":
-            heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sampled, timed)
+            heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sampled, timer)
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
-    out.update(sampled_groups=len(picked), sampled_points=len(sample), sample_seconds=seconds,
-               sample_failed=failed, parallel=parallel)
+    out.update(sampled_groups=len(picked), sampled_points=sum(len(g) for g in picked), sample_seconds=seconds,
+               sample_failed=timer.failed, parallel=parallel)
     if costs is None:
         sampled_weight = sum(weights[i] for i in picked_i) if weights is not None else 0.0
         if sampled_weight > 0:
@@ -145,8 +107,70 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         else:
             out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
         return out
+    _scale_by_flops(out, options, device, costs, heavy, heavy_part, seconds, sampled, len(picked))
+    return out
 
-    total = sum(costs)
+
+def _group_totals(groups: list[list[Config]], fn: Callable[[Config], float | None] | None,
+                  zero_ok: bool) -> list[float] | None:
+    """Each group's summed ``fn``, or None where a value is missing, not finite, negative, or
+    zero unless ``zero_ok`` (then the estimate cannot use ``fn`` at all)."""
+    if fn is None:
+        return None
+    per = [[fn(c) for c in g] for g in groups]
+    if not all(v is not None and math.isfinite(v) and (v > 0 or (zero_ok and v == 0)) for g in per for v in g):
+        return None
+    return [float(sum(g)) for g in per]
+
+
+def _pick(groups: list[list[Config]], costs: list[float] | None, weights: list[float] | None,
+          samples: int) -> tuple[list[int], list[int]]:
+    """The groups to time whole (indices), spread evenly over a pool, and, with a cost model,
+    the costlier half (in order of cost), which is never sampled whole blindly. The pool: the
+    cheaper half in order of cost; else every group in order of weight; else in plan order."""
+    k = max(1, min(samples, len(groups)))
+    heavy: list[int] = []
+    if costs is not None:
+        ranked = sorted(range(len(groups)), key=costs.__getitem__)
+        pool = ranked[:max(k, (len(groups) + 1) // 2)]
+        heavy = ranked[len(pool):]
+    elif weights is not None:
+        pool = sorted(range(len(groups)), key=weights.__getitem__)
+    else:
+        pool = list(range(len(groups)))
+    picked = [pool[round(i * (len(pool) - 1) / max(1, k - 1))] for i in range(k)] if k > 1 else pool[:1]
+    return picked, heavy
+
+
+class _Timer:
+    """Times groups of points through the real sweep code, one worker, each into a store of its
+    own in ``tmp`` (a store skips the points it holds, and a probe may equal another: the
+    warm-up and the shortest probe, where a study rounds up); counts the points that failed."""
+
+    def __init__(self, study: Study, options: SweepOptions, tmp: Path, say: Callable[[str], None] | None):
+        self.study, self.tmp, self.say = study, tmp, say
+        self.options = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
+        self.failed, self.serial = 0, itertools.count()
+
+    def __call__(self, points: list[Config], said: str) -> float:
+        st = self.study
+        with Store(self.tmp / f"{next(self.serial)}.sqlite") as store:
+            t0 = time.perf_counter()
+            run_sweep(points, st.run_points, store, self.options, execute=execute, ensemble=st.ensemble,
+                      max_group=st.max_ensemble, label=f"{st.name} (dry run)")
+            dt = time.perf_counter() - t0
+            self.failed += len(store.failures())
+        if self.say is not None:
+            self.say(f"{st.name}: {said} in {dt:.1f} s")
+        return dt
+
+
+def _scale_by_flops(out: dict[str, Any], options: SweepOptions, device: Any, costs: list[float], heavy: list[int],
+                    heavy_part: _CostlyHalf | None, seconds: float, sampled: float, n_picked: int) -> None:
+    """The estimate of a study that counts its FLOPs (see :func:`estimate`), with its floor."""
+    from ..utils import matmul_rate
+
+    total, parallel = sum(costs), out["parallel"]
     if device.type == "cuda":
         # The local workers all use one GPU: its rate, once, bounds the whole run. A GPU runs a
         # small group far below that rate (kernel launches, evaluation and Python dominate), so
@@ -154,8 +178,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         # and spread over the workers, plus its products at the GPU's rate.
         rate = matmul_rate(n=4096, reps=10, device=device)
         floor_parallel = 1 if options.backend == "local" else parallel
-        fixed = max(0.0, seconds - sampled / rate) / len(picked)
-        guess = fixed * len(groups) / parallel + total / rate / floor_parallel
+        fixed = max(0.0, seconds - sampled / rate) / n_picked
+        guess = fixed * out["groups"] / parallel + total / rate / floor_parallel
     else:
         rate, floor_parallel = matmul_rate(threads=options.threads), parallel
         guess = seconds / sampled * total / parallel
@@ -164,12 +188,11 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
             h_total = sum(costs[i] for i in heavy)
             guess = max((seconds / sampled * (total - h_total) + h.seconds / h.flops * h_total) / parallel,
                         h.longest)
-            out.update(sampled_groups=len(picked) + h.whole, sampled_points=len(sample) + h.whole_points,
+            out.update(sampled_groups=n_picked + h.whole, sampled_points=out["sampled_points"] + h.whole_points,
                        probed_groups=h.probed, sample_seconds=seconds + h.spent)
     out.update(flops=total, matmul_gflops=rate / 1e9, floor_device=device.type, floor_parallel=floor_parallel,
                floor_seconds=total / rate / floor_parallel,
                estimate_seconds=max(guess, total / rate / floor_parallel))
-    return out
 
 
 # a costlier-half group that the cheaper half's time per FLOP says takes at most this long is

@@ -72,8 +72,10 @@ def _seeds_text(seeds: Sequence[Any]) -> str:
 
 def check_identity(out: Path, manifest: Mapping[str, Any], store: Any, config: Any = None) -> None:
     """The store in ``out`` holds this manifest's run: its recorded identity matches, every point it
-    holds is one of the manifest's, and (``config``: the study's config class) the manifest's
-    base config is one of that study's. A UserError (one line) otherwise."""
+    holds is one of the manifest's, and, for a store from before identities (``config``: the
+    study's config class), the manifest's base config is one of that study's (not checked where
+    the identity is: a field removed since would refuse an honest old run). A UserError (one
+    line) otherwise."""
     want = identity(manifest)
     got = store.identity()
     where = Path(out) / "store.sqlite"
@@ -87,7 +89,7 @@ def check_identity(out: Path, manifest: Mapping[str, Any], store: Any, config: A
     if stray:
         raise UserError(f"{where} is not allowed: {len(stray)} of its points are not in manifest.json's plan "
                         f"(a store of another run, or an edited manifest): {fix}")
-    if config is not None:
+    if config is not None and got is None:  # a store from before identities: the manifest's config, at least
         try:
             config.from_dict(manifest["base_config"])
         except (UserError, TypeError) as exc:

@@ -32,6 +32,7 @@ from typing import Any
 from .. import records, stats
 from ..config import UserError, did_you_mean
 from ..report import html as report_html
+from ..report.console import console_text
 from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import lock as runlock
@@ -129,13 +130,9 @@ def _timed(fn: Any) -> tuple[Any, float]:
 
 
 def _study_line(label: str, sec: report_html.StudySection, seconds: float) -> str:
-    pc = report_html.paper_claims(sec.claims)
-    n_pass = sum(report_html.verdict_of(c) == stats.REPRODUCED for c in pc)
     points = sec.manifest.get("n_points", "?")
-    checks = report_html.self_check_line(sec.claims)
-    tally = [f"claims {n_pass}/{len(pc)} reproduced"] if pc or not checks else []
-    return (f"{label}: done in {seconds:.1f} s — {points} points, {len(sec.failures)} failed; "
-            + "; ".join(tally + ([checks] if checks else [])))
+    failed = f", {len(sec.failures)} failed" if sec.failures else ""
+    return f"{label}: done in {seconds:.1f} s ({points} points{failed})"
 
 
 def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[str, Any]) -> Path:
@@ -147,8 +144,9 @@ def _write_top(out: Path, sections: list[report_html.StudySection], meta: dict[s
 
 def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None = None,
               strict: bool = False, studies: list[str] | None = None, max_points: int | None = None,
-              allow_mixed_code: bool = False) -> int:
-    """Run the studies into ``out``/<study>, write ``out``/report.html, print the claim table.
+              allow_mixed_code: bool = False, verbose: bool = False) -> int:
+    """Run the studies into ``out``/<study>, write ``out``/report.html, print the summary
+    (:func:`robustlab.report.console.console_text`; every claim and its evidence with ``verbose``).
 
     Returns the exit code: 1 when a study crashed or a self-check does not hold, or
     (``strict``) unless every paper claim is reproduced; 0 otherwise.
@@ -174,7 +172,7 @@ def reproduce(out: Path, *, preset: str, options: SweepOptions, seed: int | None
                          "host": records.host_info(), "finished": None,
                          "timings": meta.get("timings", {}), "crashed": meta.get("crashed", {})})
             records.write_json(out / "reproduce.json", meta)
-            return _reproduce_locked(out, plans, meta, options, preset, strict, allow_mixed_code)
+            return _reproduce_locked(out, plans, meta, options, preset, strict, allow_mixed_code, verbose)
     except runlock.LockedError:
         raise
     except BaseException:
@@ -215,7 +213,7 @@ def run_order(plans: list[Plan]) -> list[Plan]:
 
 def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], options: SweepOptions,
                       preset: str, strict: bool,
-                      allow_mixed_code: bool = False) -> int:
+                      allow_mixed_code: bool = False, verbose: bool = False) -> int:
     meta_path = out / "reproduce.json"
     report_order = [p.study.name for p in plans]
     plans = run_order(plans)
@@ -284,9 +282,8 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     meta["seconds"] = round(time.perf_counter() - t0, 3)
     path = _write_top(out, sections, meta)
     records.write_json(meta_path, meta)  # last: a run is finished once its report exists
-    print(report_html.claim_table_text(sections))
-    print(f"reproduce (preset {preset}) finished in {meta['seconds']:.1f} s")
-    print(f"report: {path.resolve()}")
+    print(console_text(sections, seconds=meta["timings"], verbose=verbose))
+    print(f"report: {path.resolve()}  (preset {preset}, {meta['seconds']:.1f} s)")
     if crashed:
         print(f"robustlab: {len(crashed)} stud{'y' if len(crashed) == 1 else 'ies'} crashed "
               f"({', '.join(crashed)}); see the report", file=sys.stderr)
@@ -313,7 +310,7 @@ def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
     return 0
 
 
-def rebuild(out: Path, *, strict: bool = False, force: bool = False) -> int:
+def rebuild(out: Path, *, strict: bool = False, force: bool = False, verbose: bool = False) -> int:
     """Rebuild claims, figures and report(s) of a run or reproduce directory from its saved
     results (nothing is re-run); print the claim table and the report path.
 
@@ -335,7 +332,7 @@ def rebuild(out: Path, *, strict: bool = False, force: bool = False) -> int:
             snap = Path(tmp) / out.name
             _snapshot(out, snap)
             sections, _ = _rebuild(snap)
-        print(report_html.claim_table_text(sections))
+        print(console_text(sections, seconds=_timings(out), verbose=verbose))
         who = f"pid {pid}" if pid else "another process"
         print(f"{d} is being written by a robustlab process ({who}): the claims above are from the "
               f"points finished so far; no file in {out} was changed (that run rebuilds them when "
@@ -351,9 +348,15 @@ def rebuild(out: Path, *, strict: bool = False, force: bool = False) -> int:
                 sections, path = _rebuild(out, force)
         except runlock.LockedError as exc:  # a run started in between
             raise UserError(f"{exc}; or run `robustlab report` again") from None
-        print(report_html.claim_table_text(sections))
+        print(console_text(sections, seconds=_timings(out), verbose=verbose))
         print(f"report rebuilt: {path.resolve()}")
     return _exit_code(sections, strict)
+
+
+def _timings(out: Path) -> dict[str, float]:
+    """The seconds each study of a reproduce directory took when it ran (none for a run directory)."""
+    path = out / "reproduce.json"
+    return dict(records.read_json(path).get("timings") or {}) if path.exists() else {}
 
 
 def _snapshot(src: Path, dst: Path) -> None:

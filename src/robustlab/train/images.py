@@ -1,7 +1,7 @@
 """Standard vs ℓ∞-PGD adversarial training of a small CNN on real images, and the
 non-robust-dataset test of Ilyas et al. 2019.
 
-Seed 000, Sec. 6 (real images): multi-step PGD adversarial training (Madry et al. 2018)
+feature learning, ICLR 2025, Sec. 6 (real images): multi-step PGD adversarial training (Madry et al. 2018)
 against standard training, clean and robust accuracy per epoch.
 
 Ilyas et al. 2019, Sec. 3.2 ("non-robust features suffice"): for every training image

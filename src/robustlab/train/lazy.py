@@ -1,4 +1,4 @@
-"""Training inside the lazy ball (Seed 001, §5): SGD that stops on leaving it, and the
+"""Training inside the lazy ball (lazy training, NeurIPS 2022, §5): SGD that stops on leaving it, and the
 authors' projected adversarial training (Alg. 1).
 
 Both loops train an ensemble :class:`~robustlab.models.two_layer.TwoLayerReLU` of E
@@ -210,7 +210,7 @@ def train_lazy_sgd(
     max_epochs: int = 1000,
     check: str = "epoch",
 ) -> TrainLog:
-    """Mini-batch SGD on the logistic loss until a copy leaves its lazy ball (Seed 001, §5.1).
+    """Mini-batch SGD on the logistic loss until a copy leaves its lazy ball (lazy training, NeurIPS 2022, §5.1).
 
     ``x`` (N, d) and ``y`` (N,) ±1 are shared by all copies. After each epoch (``check="epoch"``,
     the authors' rule) or each step (``check="step"``), a copy with a neuron outside
@@ -377,7 +377,7 @@ def _pgd(net: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, *, eps: float, ste
 def adversarial_examples(model: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, *, eps: float,
                          steps: int, step_size: float | None = None,
                          bounds: tuple[float, float] = (0.0, 1.0)) -> torch.Tensor:
-    """ℓ2 PGD against every copy (Seed 001, Alg. 1: start at x, step ε/40, clip to the box,
+    """ℓ2 PGD against every copy (lazy training, NeurIPS 2022, Alg. 1: start at x, step ε/40, clip to the box,
     project to the ε-ball): ``x`` (N, d) shared -> ``x_adv`` (E, N, d), one set per copy.
 
     The attack of ``attacks.PGD(L2(eps), random_start=False)`` over ``models.Flat(model)``,

@@ -45,6 +45,7 @@ from .common import (
 )
 from .dynamics import DYNAMICS_SPECS, claim_eps_limit, claim_eps_spectrum, claim_two_phases
 from .images import IMAGE_SPECS, claim_images
+from .run import ATTRIBUTION_EPS  # as ε/α: the budgets A2c's attribution compares (the issue's)
 
 _STANDARD = cl.ControlSpec(
     {"method": "standard"},
@@ -213,7 +214,6 @@ def claim_a2b(df: pd.DataFrame) -> Claim:
     return _decided("A2b-adversarial-robust-feature-attack", st, df, rule, ev, "Thm 4.4 / Prop. 3.2")
 
 
-ATTRIBUTION_EPS = (0.15, 0.2, 0.4)  # as ε/α: the budgets A2c's attribution compares (the issue's)
 FINDING = ("At ε >= β an ℓ∞ attacker can erase v_y and plant v_j (the swap ε(v_j − v_y)) or plant u_j "
            "(ε(u_j − u_y)) on every patch at once. The attribution (evidence) runs u on every patch, the v swap, "
            "both, and ℓ∞ PGD on the trained one-step networks and on hand-set robust-feature weights (P = 48) at "
@@ -247,7 +247,7 @@ def _attribution(df: pd.DataFrame) -> list[dict]:
     for r in ATTRIBUTION_EPS:
         entry: dict = {"eps_over_alpha": r}
         tr = sweep[np.isclose(sweep["eps_over_alpha"], r)] if len(sweep) else sweep
-        if len(tr) and "v_swap_acc" in tr.columns:
+        if len(tr) and "v_swap_acc" in tr.columns and tr["v_swap_acc"].notna().all():
             accs = {"u_every_patch": tr["every_patch_acc"].mean(), "v_swap": tr["v_swap_acc"].mean(),
                     "u_and_v": tr["uv_every_patch_acc"].mean(), "linf_pgd": tr["pgd_acc"].mean()}
             entry["trained"] = {k: f(v) for k, v in accs.items()}

@@ -65,7 +65,19 @@ def _width_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> 
                   "not a robust one.")
 
 
+def _main_task(v: pd.DataFrame) -> pd.DataFrame:
+    """The k-logit networks on the run's most common class set (the 2-class sweep and Thm 3's
+    one-output block are other experiments: a depth curve must not pool them)."""
+    if "output" in v.columns:
+        v = v[v["output"] == "multi"]
+    if "classes" in v.columns and len(v):
+        text = v["classes"].astype(str)
+        v = v[text == text.mode().iloc[0]]
+    return v
+
+
 def _depth_figure(v: pd.DataFrame, ctx: Context, protocol: str, suffix: str) -> Figure | None:
+    v = _main_task(v)
     inits = [i for i, s in v.groupby("init") if s.groupby("width")["depth"].nunique().max() >= 2]
     inits = [i for i in INITS if i in inits]
     if not inits:

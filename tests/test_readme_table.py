@@ -1,0 +1,43 @@
+"""scripts/readme_table.py: the README's results table is generated from run directories."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("readme_table", ROOT / "scripts" / "readme_table.py")
+readme_table = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(readme_table)
+
+
+def _run(d: Path, study: str, preset: str, claims: list[dict]) -> Path:
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text(json.dumps({"study": study, "preset": preset}))
+    (d / "claims.json").write_text(json.dumps(claims))
+    return d
+
+
+def _c(cid, verdict, kind="claim", effect=0.5, interval=(0.4, 0.6), reason=""):
+    return {"id": cid, "kind": kind, "verdict": verdict, "effect": effect, "interval": list(interval), "reason": reason}
+
+
+def test_table_from_a_quick_reproduce_and_paper_slices(tmp_path):
+    quick = tmp_path / "quick"
+    _run(quick / "lazy-attack", "lazy-attack", "quick",
+         [_c("delta", "reproduced"), _c("grad", "contradicted", effect=-0.2, interval=(-0.3, -0.1)),
+          _c("ball", "reproduced", kind="self-check"), _c("open", "inconclusive", kind="exploratory")])
+    (quick / "reproduce.json").write_text(json.dumps({"studies": ["lazy-attack"]}))
+    sl = _run(tmp_path / "slice", "lazy-attack", "paper-x",
+              [_c("delta", "reproduced", effect=0.7, interval=(0.6, 0.8)),
+               _c("grad", "not applicable", effect=None, reason="not measured in this run")])
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- results:start -->\nold\n<!-- results:end -->\n\nafter\n")
+    assert readme_table.main(["--quick", str(quick), "--paper", str(sl), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "\nold\n" not in text and text.endswith("<!-- results:end -->\n\nafter\n")
+    assert "**1 of 2 claims reproduced**" in text
+    assert "| lazy-attack | `delta` | reproduced 0.5 [0.4, 0.6] | reproduced 0.7 [0.6, 0.8] |" in text
+    assert "| lazy-attack | `grad` | contradicted -0.2 [-0.3, -0.1] | no paper run |" in text  # a slice that did not measure it
+    assert "`ball`" not in text and "`open`" not in text and "lazy-attack 1/1" in text  # self-checks apart
+    assert readme_table.main(["--quick", str(quick), "--paper", str(sl), "--readme", str(readme), "--check"]) == 0
+    assert readme_table.main(["--quick", str(quick), "--readme", str(readme), "--check"]) == 1

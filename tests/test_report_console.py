@@ -1,0 +1,90 @@
+"""The end-of-run console summary (robustlab.report.console), on claim dicts of every kind as
+the claims engine writes them: a header per study, a line per claim not reproduced, its
+control beside it, the self-check line, a final tally; everything with verbose."""
+
+from robustlab.report.console import console_text, study_header, tally_line
+from robustlab.report.html import StudySection
+
+
+def _claim(cid, verdict, kind="claim", **extra):
+    c = {"id": cid, "kind": kind, "statement": f"statement of {cid}", "verdict": verdict, "effect": 0.5,
+         "interval": [0.4, 0.6], "threshold": 0.0, "side": "above", "reason": "", "evidence": {"slope": 0.5},
+         "excluded": [], "source": "lazy training, NeurIPS 2022, Thm 3.1"}
+    c.update(extra)
+    return c
+
+
+CONTROL_FAILS = {"setting": "C0 = 1000", "verdict": "contradicted", "effect": -0.1, "interval": [-0.2, 0.0],
+                 "why": "a non-lazy network has no such bound"}
+CLAIMS = [
+    _claim("rep", "reproduced", control=CONTROL_FAILS,
+           excluded=[{"premise": "trained", "excluded": 2, "of": 20}]),
+    _claim("con", "contradicted", effect=-0.3, interval=[-0.4, -0.2], control=CONTROL_FAILS),
+    _claim("inc", "inconclusive", reason="the test does not discriminate: its control passes too",
+           control={**CONTROL_FAILS, "verdict": "reproduced"}),
+    _claim("na", "not applicable", effect=None, interval=None, reason="too few points remain (2 of 20; needs 3)",
+           control=CONTROL_FAILS, excluded=[{"premise": "lazy", "excluded": 18, "of": 20}]),
+    _claim("knob", "inconclusive", control=CONTROL_FAILS, reason="the verdict depends on C0",
+           across={"C0": {"10": "reproduced", "20": "contradicted"}}),
+    _claim("ball", "reproduced", kind="self-check"),
+    _claim("mc", "reproduced", kind="self-check"),
+    _claim("spectrum", "inconclusive", kind="exploratory", reason="an open question"),
+    _claim("plugin", "reproduced"),  # a plugin's claim without a control
+]
+
+
+def _section(name="lazy-attack", claims=CLAIMS, **kw):
+    return StudySection(name, "t", "lazy training, NeurIPS 2022", "", {"n_points": 20}, claims, [], kw.pop("failures", []),
+                        kw.pop("problems", []), 0)
+
+
+def test_header_counts_only_paper_claims_with_self_checks_and_controls_apart():
+    line = study_header(_section(), 10.94)
+    assert line.startswith("lazy-attack  2/6 reproduced  10.9 s")
+    assert "self-checks: 2/2 hold" in line and "controls 4/5 fail" in line
+    assert study_header(_section(claims=[_claim("a", "reproduced", control=CONTROL_FAILS)]), 3.0) == \
+        "lazy-attack  1/1 reproduced  3.0 s  ·  controls 1/1 fail"
+
+
+def test_one_line_per_claim_not_reproduced_with_its_control_and_reason():
+    text = console_text([_section()], seconds={"lazy-attack": 10.9})
+    lines = text.splitlines()
+    assert not any(" rep " in f"{line} " and "✓" in line for line in lines)  # reproduced claims stay quiet
+    con = next(line for line in lines if "✗ con" in line)
+    assert "CONTRADICTED  -0.3 [-0.4, -0.2] > 0" in con and "control: C0 = 1000 → contradicted ✓" in con
+    inc = lines.index(next(line for line in lines if "? inc" in line))
+    assert "control: C0 = 1000 → reproduced ✗" in lines[inc]
+    assert "the test does not discriminate" in lines[inc + 1]
+    na = lines.index(next(line for line in lines if "- na" in line))
+    assert "too few points remain" in lines[na + 1] and "excluded: lazy 18/20" in text
+    assert "across C0: 10 reproduced, 20 contradicted" in text
+    assert "? [exploratory] spectrum  INCONCLUSIVE" in text
+    assert lines[-1] == tally_line([_section()])
+    assert lines[-1].startswith("6 claims: 2 reproduced, 1 contradicted, 2 inconclusive, 1 not applicable")
+    assert "self-checks 2/2 hold" in lines[-1] and "1 exploratory" in lines[-1]
+    assert all(len(line) <= 110 for line in lines)
+    assert "Warning" not in text and "{" not in text  # no class names, no raw dictionaries
+
+
+def test_verbose_shows_every_claim_its_statement_and_evidence():
+    text = console_text([_section()], verbose=True)
+    assert "✓ rep  reproduced" in text and "excluded: trained 2/20" in text
+    assert "» statement of rep" in text and "slope = 0.5" in text
+    assert "no control: cannot fail-check" in text  # the plugin claim without a control
+
+
+def test_a_broken_self_check_and_failed_points_show():
+    sec = _section(claims=[_claim("ball", "contradicted", kind="self-check")], failures=[{"key": "x"}],
+                   problems=["the study crashed: boom\ntraceback"])
+    text = console_text([sec])
+    assert "self-checks: 0/1 hold (not holding: ball)" in text and "1 points failed" in text
+    assert "  ! the study crashed: boom" in text and "traceback" not in text
+    assert "✗ [self-check] ball  CONTRADICTED" in text
+
+
+def test_a_control_that_is_not_applicable_is_not_counted_as_failing():
+    """A control that could not be decided shows '?', not '✓': the test's power to fail is unshown."""
+    na_ctl = {**CONTROL_FAILS, "verdict": "not applicable", "effect": None, "interval": None}
+    sec = _section(claims=[_claim("a", "inconclusive", control=na_ctl), _claim("b", "reproduced", control=CONTROL_FAILS)])
+    assert "controls 1/2 fail (1 not applicable)" in study_header(sec)
+    assert "control: C0 = 1000 → not applicable ?" in console_text([sec])
