@@ -51,7 +51,7 @@ def _assert_one_crash(captured, crashed: str, survivor: str, error: str) -> None
     """One study reported as crashed (with ``error``) and the other's claim still judged."""
     assert f"1 study crashed ({crashed})" in captured.err
     assert re.search(rf"^  \? study-crashed  INCONCLUSIVE\n      the study crashed: {error}", captured.out, re.M)
-    assert re.search(rf"^{survivor}  no paper claims .*self-checks: 2/2 hold", captured.out, re.M)
+    assert re.search(rf"^{survivor}  no paper claims .*self-checks: 1/1 hold", captured.out, re.M)
 
 
 def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path, capsys):
@@ -65,8 +65,8 @@ def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path,
     assert meta["preset"] == "quick" and meta["studies"] == ["smoke"] and meta["finished"]
     assert meta["command"] == f"robustlab reproduce --preset quick --out {out} --only smoke"
     assert set(meta["timings"]) == {"smoke"} and meta["versions"]["torch"]
-    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 2/2 hold$", printed, re.M)
-    assert re.search(r"^  ✓ \[self-check\] smoke-accuracy  reproduced  0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85$", printed, re.M)
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", printed, re.M)
+    assert re.search(r"^  ✓ \[exploratory\] smoke-accuracy  reproduced  0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85$", printed, re.M)
     assert f"report: {(out / 'report.html').resolve()}" in printed
     html = (out / "report.html").read_text()
     # the figure is stored once: the study's file, linked from the combined report
@@ -241,8 +241,8 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
     assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
     assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[2])  # the tally is on stdout
-    # the smoke study's two checks are self-checks
-    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 2/2 hold$", captured.out, re.M)
+    # smoke: its loss check is a self-check, its accuracy reading exploratory
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", captured.out, re.M)
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from .. import stats
-from ..claims import SELF_CHECK, ClaimSpec
+from ..claims import EXPLORATORY, SELF_CHECK, ClaimSpec
 from ..config import Config, ConfigError, param
 from ..data import load_images
 from ..errors import NumericalError
@@ -127,6 +127,8 @@ STUDY = Study(
     claims=claims,
     figures=figures,
     ensemble=True,
-    # both are checks of the pipeline (no paper states them): a failure means robustlab is broken
-    claim_specs=(ClaimSpec("smoke-accuracy", kind=SELF_CHECK), ClaimSpec("smoke-loss-falls", kind=SELF_CHECK)),
+    # no paper states either. The loss falling is an invariant of the pipeline at any sane
+    # learning rate (a failure means robustlab is broken): a self-check. The accuracy bound
+    # depends on the settings (5 epochs do not reach 0.85), so it is an exploratory reading.
+    claim_specs=(ClaimSpec("smoke-accuracy", kind=EXPLORATORY), ClaimSpec("smoke-loss-falls", kind=SELF_CHECK)),
 )
