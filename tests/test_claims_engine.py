@@ -149,3 +149,14 @@ STUDY = Study(name="bad-study", title="t", source="s", summary="", config=SmokeC
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "claim 'smoke-accuracy'" in err[0] and says in err[0], err
         assert not (tmp_path / f"out{i}").exists()
+
+
+def test_a_control_decided_on_a_band_renders_in_the_console_and_report():
+    from robustlab.report import text
+
+    band = stats.decide(stats.mean_estimate([0.5, 0.52, 0.48]), threshold=(-0.1, 0.1), side="inside")
+    d = Claim("x", "s", _rep(), {}, control=cl.Control("C0 = 1000", band)).to_dict()
+    assert d["control"]["side"] == "inside"
+    assert text.decision_text(d["control"]).endswith("in [-0.1, 0.1]")
+    del d["control"]["side"]  # a claims.json written before controls carried their side
+    assert text.decision_text(d["control"]).endswith("in [-0.1, 0.1]")

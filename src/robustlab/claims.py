@@ -205,7 +205,7 @@ class Control:
     def to_dict(self) -> dict[str, Any]:
         v = self.verdict.to_dict()
         return {"setting": self.setting, "verdict": v["verdict"], "effect": v["effect"],
-                "interval": v["interval"], "threshold": v["threshold"], "reason": v["reason"],
+                "interval": v["interval"], "threshold": v["threshold"], "side": v["side"], "reason": v["reason"],
                 "why": self.why}
 
 

@@ -211,8 +211,8 @@ def _threshold_text(claim: dict[str, Any]) -> str:
     thr, side = claim.get("threshold"), claim.get("side")
     if thr is None:
         return ""
-    if side == "inside" and isinstance(thr, list | tuple) and len(thr) == 2:
-        return f"in [{_num(thr[0])}, {_num(thr[1])}]"
+    if isinstance(thr, list | tuple):  # a band (side "inside"; a control's dict may not say)
+        return f"in [{_num(thr[0])}, {_num(thr[1])}]" if len(thr) == 2 else ""
     return {"above": "> ", "below": "< "}.get(side or "", "vs ") + _num(thr)
 
 
