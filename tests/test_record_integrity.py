@@ -369,7 +369,7 @@ def test_a_report_on_an_incomplete_run_says_so_and_strict_fails(tmp_path, capsys
     capsys.readouterr()
     assert main(["report", str(d), "--strict"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["robustlab: --strict: 2 claims computed on an incomplete grid (points 1/2 done, 0 failed, "
+    assert err == ["robustlab: --strict: 1 claim computed on an incomplete grid (points 1/2 done, 0 failed, "
                    "1 not run): resume the run to complete it"], err
     claims = _claims(d)
     assert all(c["incomplete"] == {"planned": 2, "done": 1, "failed": 0, "missing": 1} for c in claims)

@@ -170,7 +170,7 @@ def test_report_on_a_reproduce_directory_being_written_changes_nothing(tmp_path,
         assert holder.stdout.readline().strip() == "held"
         assert main(["report", str(out)]) == 0
         printed = capsys.readouterr().out
-        assert "smoke-" in printed  # the claim table, computed from a snapshot
+        assert "self-checks: 1/1 hold" in printed  # the claim tally, computed from a snapshot
         assert f"pid {holder.pid}" in printed and "no file in" in printed
         assert {k: v for k, v in _listing(out).items() if not k.endswith(lock.LOCK_NAME)} == before
     finally:

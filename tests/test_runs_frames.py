@@ -51,7 +51,7 @@ def test_runs_lists_every_run_with_its_tally(two_runs):
     assert list(df["set"]) == ["epochs=6", "epochs=10"] and df["grid"].iloc[1] == "lr=0.5,1.0"
     assert list(df["n_points"]) == [2, 4]
     tally = df[["reproduced", "contradicted", "inconclusive", "not_applicable"]].sum(axis=1)
-    assert list(tally) == [0, 0] and list(df["self_checks"]) == [2, 2]  # smoke's claims are self-checks
+    assert list(tally) == [0, 0] and list(df["self_checks"]) == [1, 1]  # smoke: one self-check, one exploratory reading
     assert list(df["self_checks_failed"]) == [0, 0]
     assert (df["seconds"] >= 0).all()
     with pytest.raises(robustlab.UserError):
