@@ -160,3 +160,13 @@ def test_a_control_decided_on_a_band_renders_in_the_console_and_report():
     assert text.decision_text(d["control"]).endswith("in [-0.1, 0.1]")
     del d["control"]["side"]  # a claims.json written before controls carried their side
     assert text.decision_text(d["control"]).endswith("in [-0.1, 0.1]")
+
+
+def test_a_claim_re_kinded_by_its_declaration_starts_from_the_study_s_own_verdict():
+    from robustlab.studies.base import _declared
+
+    study = _study([cl.ClaimSpec("c", kind=cl.SELF_CHECK)])
+    c = Claim("c", "s", _rep(), {}, control=cl.Control("c", _rep()))  # a passing control downgrades it
+    assert c.decision.verdict == stats.INCONCLUSIVE
+    d = _declared(study, c)  # as a self-check the control rule does not apply
+    assert d.kind == cl.SELF_CHECK and d.decision.verdict == stats.REPRODUCED

@@ -97,6 +97,8 @@ class Claim:
     across: Mapping[str, Mapping[str, str]] | None = None
     variants: Mapping[str, Verdict] | None = None
     verdict_before_control: str = dataclasses.field(init=False, default="", compare=False)
+    # the verdict as the study decided it, before the control rule (re-kinding starts from it)
+    raw_verdict: Verdict | None = dataclasses.field(init=False, default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         v = self.verdict
@@ -111,6 +113,7 @@ class Claim:
             raise ValueError(f"claim {self.id!r}: kind={self.kind!r}: one of {', '.join(claimsmod.KINDS)}")
         object.__setattr__(self, "excluded", tuple(self.excluded))
         object.__setattr__(self, "verdict_before_control", v.verdict)
+        object.__setattr__(self, "raw_verdict", v)
         if self.kind == claimsmod.CLAIM:
             v = claimsmod.with_control(v, self.control)
         object.__setattr__(self, "verdict", v)
@@ -712,7 +715,7 @@ def _declared(study: Study, claim: Claim) -> Claim:
     spec = study.spec(claim.id)
     if spec is None or spec.kind == claim.kind:
         return claim
-    return dataclasses.replace(claim, kind=spec.kind, verdict=claim.decision)
+    return dataclasses.replace(claim, kind=spec.kind, verdict=claim.raw_verdict)
 
 
 def _warnings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
