@@ -304,3 +304,29 @@ def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_c
     assert reproduce(three, preset="quick", options=two_workers, studies=["smoke", "smoke-b"]) == 1
     _assert_one_crash(capsys.readouterr(), "smoke", "smoke-b", "RuntimeError")
     assert (three / "smoke" / "store.sqlite").is_file()  # the points are kept for a re-run
+
+
+def test_a_study_that_crashed_while_drawing_is_analysed_again_by_report_once_fixed(tmp_path, capsys, monkeypatch):
+    """The combined report does not keep a crash record from reproduce.json once the study's
+    points are all there and its drawing works again; a study whose points never ran keeps it."""
+    from robustlab.studies import base
+
+    real = base.finalize
+
+    def broken(out, study):
+        if study.name == "smoke":
+            raise RuntimeError("drawing failed")
+        return real(out, study)
+
+    monkeypatch.setattr(base, "finalize", broken)
+    out = tmp_path / "r"
+    assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 1
+    capsys.readouterr()
+    assert "smoke" in records.read_json(out / "reproduce.json")["crashed"]
+    monkeypatch.setattr(base, "finalize", real)  # the bug fixed
+    assert rebuild(out) == 0
+    printed = capsys.readouterr().out
+    assert "study-crashed" not in printed and "smoke" in printed
+    meta = records.read_json(out / "reproduce.json")
+    assert meta["crashed"] == {} and meta["recovered"] == ["smoke"]
+    assert "drawing failed" not in (out / "report.html").read_text()

@@ -125,6 +125,19 @@ def _finalized_section(study: Study, out: Path, force: bool = False) -> report_h
     return sec
 
 
+def _recovered_section(study: Study, out: Path, force: bool) -> report_html.StudySection | None:
+    """The section of a study recorded as crashed, if every one of its points finished and it now
+    analyses without error (a crash while drawing, fixed since); None otherwise."""
+    if not ((out / "manifest.json").exists() and (out / "store.sqlite").exists()):
+        return None
+    if not records.read_json(out / "manifest.json").get("finished"):
+        return None
+    sec = _finalized_section(study, out, force)
+    if any(c.get("id") == "study-crashed" for c in sec.claims):
+        return None
+    return sec
+
+
 def _timed(fn: Any) -> tuple[Any, float]:
     return fn(), time.perf_counter()
 
@@ -379,17 +392,26 @@ def _rebuild(out: Path, force: bool = False) -> tuple[list[report_html.StudySect
     if (out / "reproduce.json").exists():
         meta = records.read_json(out / "reproduce.json")
         sections = []
+        cleared = []
         for study in resolve_studies(meta["studies"]):
             sub = out / study.name
             if study.name in meta.get("crashed", {}):
-                # report the crash as the original run did (re-running resumes it)
-                sections.append(_crashed_section(study, sub, meta["crashed"][study.name], None))
+                sec = _recovered_section(study, sub, force)
+                if sec is None:  # its points did not all run: report the crash as the run did
+                    sections.append(_crashed_section(study, sub, meta["crashed"][study.name], None))
+                else:  # its points all ran and it analyses now (the crash was in the drawing, since fixed)
+                    sections.append(sec)
+                    cleared.append(study.name)
             elif (sub / "manifest.json").exists() and (sub / "store.sqlite").exists():
                 sections.append(_finalized_section(study, sub, force))
             else:
                 sections.append(_broken_section(
                     study, sub, "study-not-run", "the study ran",
                     "the study never ran: the reproduce run stopped before it", {"directory": str(sub)}))
+        if cleared:
+            meta["crashed"] = {k: v for k, v in meta["crashed"].items() if k not in cleared}
+            meta["recovered"] = sorted(set(meta.get("recovered", [])) | set(cleared))
+            records.write_json(out / "reproduce.json", meta)
         path = _write_top(out, sections, meta)
     elif (out / "manifest.json").exists():
         manifest = records.read_manifest(out / "manifest.json")
