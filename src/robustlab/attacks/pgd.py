@@ -31,7 +31,7 @@ from ..models.ensemble import Flat
 from . import checks
 from .base import Attack, Bounds, GradFn, _check_loss, gradient_fn
 from .losses import correct, get_loss, is_binary, loss_grad_correct
-from .threat import Linf
+from .threat import L2, Linf
 
 __all__ = ["PGD"]
 
@@ -74,6 +74,54 @@ def _ranked_loss_and_grad(
     else:
         key = torch.add(value, ok, alpha=-offset)  # one op per step
     return key, g, ok, value
+
+
+def _feasible_box(xr: torch.Tensor, threat: Linf | L2, bounds: Bounds) -> tuple[torch.Tensor, ...]:
+    """What :func:`_project` projects onto: for ℓ∞ the ball ∩ box, itself a box ``(lo, hi)``
+    (one fused clamp per step); otherwise the ball's centres ``(xr,)``."""
+    if not isinstance(threat, Linf):
+        return (xr,)
+    lo, hi = xr - threat.eps, xr + threat.eps
+    if bounds is not None:
+        lo.clamp_(min=bounds[0])
+        hi.clamp_(max=bounds[1])
+    return lo, hi
+
+
+def _project(z: torch.Tensor, box: tuple[torch.Tensor, ...], threat: Linf | L2, bounds: Bounds) -> torch.Tensor:
+    """``Π_{ball ∩ box}(z)``, a fresh tensor; ``box`` from :func:`_feasible_box`."""
+    if isinstance(threat, Linf):
+        return torch.clamp(z, box[0], box[1])
+    z = threat.project(box[0], z)
+    return z if bounds is None else z.clamp(bounds[0], bounds[1])
+
+
+def _keep_better(best: torch.Tensor, x_adv: torch.Tensor, better: torch.Tensor, linf: bool) -> torch.Tensor:
+    """``best ← where(better, x_adv, best)`` per row, in place; ``better`` 0./1., ``(M, 1, ...)``."""
+    if linf:  # a lerp with weights in {0, 1} is exact on finite values, and unlike where
+        # it is vectorised (~6x faster on CPU); l-inf iterates stay finite (sign(nan) = 0)
+        return best.lerp_(x_adv, better)
+    return torch.where(better > 0, x_adv, best, out=best)
+
+
+def _rows_left(ok: torch.Tensor, copies: int) -> torch.Tensor | None:
+    """With ``early_stop``, the indices of the rows still attacked once the misclassified ones
+    (``ok`` False) leave, or None where every row stays. In a Flat ensemble of ``copies`` a
+    column (one sample in every copy) leaves together, once no copy classifies it correctly."""
+    live = ok if copies == 1 else ok.view(copies, -1).any(0).repeat(copies)
+    if copies == 1 or not bool(live.all()):
+        return live.nonzero().squeeze(1)
+    return None
+
+
+def _step(x_adv: torch.Tensor, g: torch.Tensor, step: float, threat: Linf | L2, box: tuple[torch.Tensor, ...],
+          bounds: Bounds) -> torch.Tensor:
+    """``x ← Π_{ball ∩ box}(x + α·s(g))``: for ℓ∞ in place in ``x_adv`` (and ``g``, ours to
+    overwrite), otherwise a fresh tensor."""
+    if isinstance(threat, Linf):  # x ← clamp(x + α·sign(g), lo, hi)
+        x_adv.add_(g.sign_(), alpha=step)
+        return torch.clamp(x_adv, box[0], box[1], out=x_adv)
+    return _project(torch.add(x_adv, threat.steepest(g), alpha=step), box, threat, bounds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +182,20 @@ class PGD(Attack):
             step = self.step_size * eps / self.threat.eps
         return dataclasses.replace(self, threat=type(self.threat)(eps), step_size=step)
 
+    def _start(self, x: torch.Tensor, xr: torch.Tensor, box: tuple[torch.Tensor, ...], bounds: Bounds,
+               generator: torch.Generator | None) -> torch.Tensor:
+        """The first iterate of every row of ``xr`` (M, ...): a fresh tensor, updated in place later."""
+        if not self.random_start:
+            return xr.clone()  # never the caller's x
+        R, N, threat = self.restarts, x.shape[0], self.threat
+        # drawn restart-major, so restart 0 sees exactly the noise of a single run
+        start = threat.random_init(x.repeat(R, *[1] * (x.ndim - 1)) if R > 1 else x, generator)  # row r·N + n
+        if R > 1:
+            start = start.view(R, N, *x.shape[1:]).transpose(0, 1).reshape(xr.shape)
+        if isinstance(threat, Linf):  # projected in place: one clamp
+            return torch.clamp(start, box[0], box[1], out=start)
+        return _project(start, box, threat, bounds)
+
     def run(
         self,
         model: nn.Module,
@@ -145,55 +207,22 @@ class PGD(Attack):
         **kw,
     ) -> torch.Tensor:
         R, N = self.restarts, x.shape[0]
-        threat = self.threat
+        threat, linf = self.threat, isinstance(self.threat, Linf)
         ones = [1] * (x.ndim - 1)
-        bshape = (-1, *ones)
         copies = model.E if isinstance(model, Flat) else 1  # early_stop drops columns of (E, rows/E)
         # point-major tiling, row n·R + r: every chunk of consecutive rows still belongs to
         # the same points, so models.Flat ensembles (rows grouped by copy) stay exact
         xr = x.repeat_interleave(R, dim=0) if R > 1 else x  # (M, ...), M = N·R
         ya = y.repeat_interleave(R, dim=0) if R > 1 else y
         M = xr.shape[0]
-        linf = isinstance(threat, Linf)
-        if linf:
-            # ball ∩ box is itself a box: one fused clamp per step
-            lo, hi = xr - threat.eps, xr + threat.eps
-            if bounds is not None:
-                lo.clamp_(min=bounds[0])
-                hi.clamp_(max=bounds[1])
-            box: tuple[torch.Tensor, ...] = (lo, hi)
-        else:
-            box = (xr,)
-
-        def project(z: torch.Tensor, box: tuple[torch.Tensor, ...]) -> torch.Tensor:
-            if linf:
-                return torch.clamp(z, box[0], box[1])
-            z = threat.project(box[0], z)
-            return z if bounds is None else z.clamp(bounds[0], bounds[1])
-
-        if self.random_start:
-            # drawn restart-major, so restart 0 sees exactly the noise of a single run
-            start = threat.random_init(x.repeat(R, *ones) if R > 1 else x, generator)  # row r·N + n
-            if R > 1:
-                start = start.view(R, N, *x.shape[1:]).transpose(0, 1).reshape(xr.shape)
-            # a fresh tensor, projected in place where that is one clamp
-            x_adv = torch.clamp(start, box[0], box[1], out=start) if linf else project(start, box)
-        else:
-            x_adv = xr.clone()  # the iterate is updated in place below: never the caller's x
+        box = _feasible_box(xr, threat, bounds)
+        x_adv = self._start(x, xr, box, bounds, generator)
         best = x_adv.clone()  # the worst iterate so far, updated in place
         # one float per row ranks iterates: misclassified first, then by loss
         best_key = torch.full((M,), -math.inf, dtype=x.dtype, device=x.device)
         rows = torch.arange(M, device=x.device) if self.early_stop else None  # rows still attacked
         loss_fn, step = get_loss(self.loss), self.alpha
         grad_fn = gradient_fn(model, loss_fn)  # the route (closed form or autograd) is chosen once
-
-        def keep_better(best: torch.Tensor, x_adv: torch.Tensor, better: torch.Tensor) -> torch.Tensor:
-            """``best ← where(better, x_adv, best)`` per row, in place; ``better`` 0./1., ``(M, 1, ...)``."""
-            if linf:  # a lerp with weights in {0, 1} is exact on finite values, and unlike where
-                # it is vectorised (~6x faster on CPU); l-inf iterates stay finite (sign(nan) = 0)
-                return best.lerp_(x_adv, better)
-            return torch.where(better > 0, x_adv, best, out=best)
-
         better = best_key.new_empty(M, *ones)  # 1. where a row's iterate beats its worst case so far
         better_rows = better.view(M)
         for t in range(self.steps + 1):
@@ -202,29 +231,22 @@ class PGD(Attack):
                                                   check=t == 0, loss_fn=loss_fn, grad_fn=grad_fn)
             if rows is None or rows.shape[0] == M:  # every row still attacked: in place
                 torch.gt(key, best_key, out=better_rows)
-                keep_better(best, x_adv, better)
+                _keep_better(best, x_adv, better, linf)
                 torch.fmax(best_key, key, out=best_key)  # fmax: a NaN key never wins
             else:  # the same arithmetic on the rows left
                 bk = best_key[rows]
-                best.index_copy_(0, rows, keep_better(best[rows], x_adv, (key > bk).to(x.dtype).view(bshape)))
+                better_left = (key > bk).to(x.dtype).view(-1, *ones)
+                best.index_copy_(0, rows, _keep_better(best[rows], x_adv, better_left, linf))
                 best_key.index_copy_(0, rows, torch.fmax(bk, key))
-            if rows is not None:
-                if t < self.steps and not bool(ok.all()):  # drop rows misclassified now
-                    # in a Flat ensemble a column (one sample in every copy) leaves together,
-                    # once no copy classifies it correctly any more
-                    live = ok if copies == 1 else ok.view(copies, -1).any(0).repeat(copies)
-                    if copies == 1 or not bool(live.all()):
-                        keep = live.nonzero().squeeze(1)
-                        if keep.numel() == 0:
-                            break
-                        rows, x_adv, g, ya = rows[keep], x_adv[keep], g[keep], ya[keep]
-                        box = tuple(b[keep] for b in box)
+            if rows is not None and t < self.steps and not bool(ok.all()):  # drop rows misclassified now
+                keep = _rows_left(ok, copies)
+                if keep is not None:
+                    if keep.numel() == 0:
+                        break
+                    rows, x_adv, g, ya = rows[keep], x_adv[keep], g[keep], ya[keep]
+                    box = tuple(b[keep] for b in box)
             if t < self.steps:
-                if linf:  # x ← clamp(x + α·sign(g), lo, hi), in place (g is ours to overwrite)
-                    x_adv.add_(g.sign_(), alpha=step)
-                    torch.clamp(x_adv, box[0], box[1], out=x_adv)
-                else:
-                    x_adv = project(torch.add(x_adv, threat.steepest(g), alpha=step), box)
+                x_adv = _step(x_adv, g, step, threat, box, bounds)
         if R == 1:
             return best
         idx = best_key.view(N, R).nan_to_num(nan=-math.inf).argmax(1)  # worst restart per sample

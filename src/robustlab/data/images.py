@@ -256,6 +256,89 @@ def _stratified_split(labels: np.ndarray, test_fraction: float, seed: int) -> tu
     return np.sort(tr), np.sort(te)
 
 
+def _checked_classes(name: str, labels: torch.Tensor, classes: Sequence[int] | None,
+                     binary: bool | None) -> tuple[tuple[int, ...], bool]:
+    """The classes asked for (every class present when None) and whether the task is binary,
+    or a :class:`UserError` naming what is wrong."""
+    present = sorted(set(labels.tolist()))
+    classes = tuple(present) if classes is None else tuple(int(c) for c in classes)
+    if len(classes) < 2:
+        raise UserError(f"classes={list(classes)!r} is not allowed: at least two classes")
+    if len(set(classes)) != len(classes):
+        raise UserError(f"classes={list(classes)!r} is not allowed: classes must be distinct")
+    missing = [c for c in classes if c not in present]
+    if missing:
+        raise UserError(f"classes={list(classes)!r} is not allowed: {missing} absent from {name} "
+                        f"(present: {present[0]}..{present[-1]})")
+    binary = (len(classes) == 2) if binary is None else binary
+    if binary and len(classes) != 2:
+        raise UserError(f"classes={list(classes)!r} is not allowed: a binary task needs exactly two classes")
+    return classes, binary
+
+
+def _check_size(size: int | None, src: int, allow_upsample: bool) -> None:
+    if size is None:
+        return
+    if size < 2:
+        raise UserError(f"size={size} is not allowed: a value >= 2")
+    if size > src and not allow_upsample:
+        raise UserError(f"size={size} is not allowed: larger than the {src}x{src} source images "
+                        f"(pass allow_upsample to upsample)")
+
+
+def _pick(x: torch.Tensor, y: torch.Tensor, classes: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The samples of ``classes``, labels re-indexed 0..k−1 in their order."""
+    mask = torch.zeros_like(y, dtype=torch.bool)
+    new = torch.full_like(y, -1)
+    for i, c in enumerate(classes):
+        mask |= y == c
+        new[y == c] = i
+    return x[mask], new[mask]
+
+
+def _train_test(raw: ImageData, classes: tuple[int, ...], test_fraction: float,
+                split_seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``x_train, y_train, x_test, y_test`` of ``classes``: the official split when the source
+    has one, else a stratified one fixed by ``split_seed``."""
+    if raw.test_images is not None:
+        x_tr, y_tr = _pick(raw.images, raw.labels, classes)
+        x_te, y_te = _pick(raw.test_images, raw.test_labels, classes)
+        return x_tr, y_tr, x_te, y_te
+    x_all, y_all = _pick(raw.images, raw.labels, classes)
+    tr, te = _stratified_split(y_all.numpy(), test_fraction, split_seed)
+    return x_all[tr], y_all[tr], x_all[te], y_all[te]
+
+
+def _capped(parts: tuple[torch.Tensor, ...], max_train: int | None, max_test: int | None,
+            split_seed: int) -> tuple[torch.Tensor, ...]:
+    """``x_train, y_train, x_test, y_test`` cut to at most ``max_train`` / ``max_test`` samples.
+
+    Caps take a random subset (fixed by split_seed), never a prefix: sources such as mnist5k
+    are sorted by class, so a prefix would hold one or two classes only.
+    """
+    x_tr, y_tr, x_te, y_te = parts
+    rng = np.random.default_rng([split_seed, 1])  # one stream: the train cap draws first
+    if max_train is not None and max_train < len(y_tr):
+        keep = torch.from_numpy(np.sort(rng.permutation(len(y_tr))[:max_train]))
+        x_tr, y_tr = x_tr[keep], y_tr[keep]
+    if max_test is not None and max_test < len(y_te):
+        keep = torch.from_numpy(np.sort(rng.permutation(len(y_te))[:max_test]))
+        x_te, y_te = x_te[keep], y_te[keep]
+    return x_tr, y_tr, x_te, y_te
+
+
+def _prepared(x: torch.Tensor, *, size: int | None, flatten: bool, sphere: bool, dtype: torch.dtype) -> torch.Tensor:
+    """Resize → flatten → unit-sphere normalisation, as ``dtype``, contiguous."""
+    if size is not None:
+        x = resize(x, size)
+    if flatten:
+        x = x.reshape(len(x), -1)
+    if sphere:
+        norms = x.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)
+        x = x / norms.reshape(-1, *([1] * (x.ndim - 1)))
+    return x.to(dtype).contiguous()
+
+
 def load_images(
     name: str,
     *,
@@ -280,61 +363,13 @@ def load_images(
     test split is used when the source has one.
     """
     raw = load_raw(name, data_dir)
-    present = sorted(set(raw.labels.tolist()))
-    classes = tuple(present) if classes is None else tuple(int(c) for c in classes)
-    if len(classes) < 2:
-        raise UserError(f"classes={list(classes)!r} is not allowed: at least two classes")
-    if len(set(classes)) != len(classes):
-        raise UserError(f"classes={list(classes)!r} is not allowed: classes must be distinct")
-    missing = [c for c in classes if c not in present]
-    if missing:
-        raise UserError(f"classes={list(classes)!r} is not allowed: {missing} absent from {name} "
-                        f"(present: {present[0]}..{present[-1]})")
-    binary = (len(classes) == 2) if binary is None else binary
-    if binary and len(classes) != 2:
-        raise UserError(f"classes={list(classes)!r} is not allowed: a binary task needs exactly two classes")
-    src = raw.images.shape[-1]
-    if size is not None:
-        if size < 2:
-            raise UserError(f"size={size} is not allowed: a value >= 2")
-        if size > src and not allow_upsample:
-            raise UserError(f"size={size} is not allowed: larger than the {src}x{src} source images "
-                            f"(pass allow_upsample to upsample)")
-
-    def pick(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mask = torch.zeros_like(y, dtype=torch.bool)
-        new = torch.full_like(y, -1)
-        for i, c in enumerate(classes):
-            mask |= y == c
-            new[y == c] = i
-        return x[mask], new[mask]
-
-    if raw.test_images is not None:
-        x_tr, y_tr = pick(raw.images, raw.labels)
-        x_te, y_te = pick(raw.test_images, raw.test_labels)
-    else:
-        x_all, y_all = pick(raw.images, raw.labels)
-        tr, te = _stratified_split(y_all.numpy(), test_fraction, split_seed)
-        x_tr, y_tr, x_te, y_te = x_all[tr], y_all[tr], x_all[te], y_all[te]
-    # Caps take a random subset (fixed by split_seed), never a prefix: sources such as
-    # mnist5k are sorted by class, so a prefix would hold one or two classes only.
-    rng = np.random.default_rng([split_seed, 1])
-    if max_train is not None and max_train < len(y_tr):
-        keep = torch.from_numpy(np.sort(rng.permutation(len(y_tr))[:max_train]))
-        x_tr, y_tr = x_tr[keep], y_tr[keep]
-    if max_test is not None and max_test < len(y_te):
-        keep = torch.from_numpy(np.sort(rng.permutation(len(y_te))[:max_test]))
-        x_te, y_te = x_te[keep], y_te[keep]
+    classes, binary = _checked_classes(name, raw.labels, classes, binary)
+    _check_size(size, raw.images.shape[-1], allow_upsample)
+    x_tr, y_tr, x_te, y_te = _capped(_train_test(raw, classes, test_fraction, split_seed), max_train, max_test,
+                                     split_seed)
 
     def prep(x: torch.Tensor) -> torch.Tensor:
-        if size is not None:
-            x = resize(x, size)
-        if flatten:
-            x = x.reshape(len(x), -1)
-        if sphere:
-            norms = x.reshape(len(x), -1).norm(dim=1).clamp_min(1e-12)
-            x = x / norms.reshape(-1, *([1] * (x.ndim - 1)))
-        return x.to(dtype).contiguous()
+        return _prepared(x, size=size, flatten=flatten, sphere=sphere, dtype=dtype)
 
     def lab(y: torch.Tensor) -> torch.Tensor:
         return (2.0 * y - 1.0).to(dtype) if binary else y

@@ -197,6 +197,83 @@ def _per_copy(radius: float | torch.Tensor, rows: torch.Tensor) -> float | torch
     return radius[rows] if isinstance(radius, torch.Tensor) and radius.ndim else radius
 
 
+def _spread(values: torch.Tensor, live: torch.Tensor, E: int) -> torch.Tensor:
+    """The (E',) ``values`` of the copies ``live`` as an (E,) tensor, NaN for the other copies."""
+    full = torch.full((E,), math.nan, device=values.device)
+    full[live] = values
+    return full
+
+
+def _in_order(x_adv: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    """Each copy's examples in its own order: ``x_adv`` (E', N, d), ``order`` (E', N) -> (E', N, d)."""
+    return x_adv[torch.arange(order.shape[0], device=order.device)[:, None], order]
+
+
+@torch.no_grad()
+def _sgd_epoch(sub: TwoLayerReLU, xp: torch.Tensor, yp: torch.Tensor, *, lr: float, batch_size: int,
+               check: str, radius: float | torch.Tensor, running: torch.Tensor, live: torch.Tensor,
+               epochs: torch.Tensor, rows: torch.Tensor | None, E: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One epoch of :func:`train_lazy_sgd` for the copies in ``sub`` (the ensemble's ``live``),
+    ``xp`` (E', N, d) and ``yp`` (E', N) in each copy's order. Returns each copy's summed loss
+    and correct count over the epoch's batches (E',).
+
+    A copy with a neuron outside its ball at a check is put back to its weights at the
+    previous check and leaves ``running`` (E',), updated in place; under ``check="step"`` it
+    is frozen for the rest of the epoch and ``epochs`` (E,) gets the fraction of the epoch it
+    kept. ``rows``, ``E``: see :func:`_loss_and_slope`.
+    """
+    N = yp.shape[1]
+    params = [p for p in (sub.weight, sub.bias) if p is not None]
+    saved = [p.clone() for p in params]
+    tot_loss = torch.zeros(live.numel(), device=xp.device)
+    tot_acc = torch.zeros(live.numel(), device=xp.device)
+    mask = None
+    for i in range(0, N, batch_size):
+        xb, yb = xp[:, i:i + batch_size], yp[:, i:i + batch_size]  # views, no copy
+        if check == "step":
+            saved = [p.clone() for p in params]
+        out, loss = _logistic_step(sub, xb, yb, lr, rows=rows, E=E, mask=mask)  # (E', B), (E',)
+        tot_loss += loss * yb.shape[1]
+        tot_acc += ((out * yb) > 0).float().sum(1)
+        if check == "step":
+            out_now = outside_ball(sub, radius) & running
+            if out_now.any():
+                for p, s_ in zip(params, saved):
+                    p[out_now] = s_[out_now]
+                epochs[live[out_now]] += i / N  # the fraction of this epoch it kept
+                running &= ~out_now
+                mask = running.float()  # frozen for the rest of the epoch
+    if check == "epoch":
+        out_now = outside_ball(sub, radius) & running
+        for p, s_ in zip(params, saved):
+            p[out_now] = s_[out_now]
+        running &= ~out_now
+    return tot_loss, tot_acc
+
+
+@torch.no_grad()
+def _score_stopped(model: TwoLayerReLU, last: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+                   order: torch.Tensor, *, batch_size: int, E: int, pgd: functools.partial | None = None) -> None:
+    """Fill the history entry ``last`` of the final epoch for the copies that had stopped before
+    it: their final networks over that epoch's batches (``order`` (E, N)), the loss at their
+    places of the full layout, as the loop that trains every copy to the end scores them.
+    With ``pgd`` (:func:`_pgd` bound to the data), over their own PGD examples, and their
+    robust accuracy on those."""
+    idle = (~last["active"]).nonzero().squeeze(1)
+    net = _trainable(model, idle)
+    o = order[idle]
+    if pgd is None:
+        xp = x[o]
+    else:
+        x_adv = pgd(net, rows=idle, E=E)
+        last["robust_train_acc"][idle] = ((_scores(net, x_adv) * y) > 0).float().mean(1)
+        xp = _in_order(x_adv, o)
+    tot_loss, tot_acc = _epoch_scores(net, xp, y[o], batch_size, rows=idle, E=E)
+    N = y.shape[0]
+    last["train_loss"][idle] = tot_loss / N
+    last["train_acc"][idle] = tot_acc / N
+
+
 @torch.no_grad()
 def train_lazy_sgd(
     model: TwoLayerReLU,
@@ -245,43 +322,17 @@ def train_lazy_sgd(
     for _ in range(max_epochs):
         if live.numel() == 0:
             break
-        params = [p for p in (sub.weight, sub.bias) if p is not None]
-        r = _per_copy(radius, live)
         order = _orders(generators, N, dev)  # (E, N): every generator draws, stopped or not
-        xp, yp = x[order[live]], y[order[live]]  # (E', N, d), (E', N): one gather per epoch
-        saved = [p.clone() for p in params]
-        tot_loss = torch.zeros(live.numel(), device=dev)
-        tot_acc = torch.zeros(live.numel(), device=dev)
         was_active = active.clone()
-        mask = None
-        for i in range(0, N, batch_size):
-            xb, yb = xp[:, i:i + batch_size], yp[:, i:i + batch_size]  # views, no copy
-            if check == "step":
-                saved = [p.clone() for p in params]
-            out, loss = _logistic_step(sub, xb, yb, lr, rows=rows, E=E, mask=mask)  # (E', B), (E',)
-            tot_loss += loss * yb.shape[1]
-            tot_acc += ((out * yb) > 0).float().sum(1)
-            if check == "step":
-                out_now = outside_ball(sub, r) & running
-                if out_now.any():
-                    for p, s_ in zip(params, saved):
-                        p[out_now] = s_[out_now]
-                    epochs[live[out_now]] += i / N  # the fraction of this epoch it kept
-                    running &= ~out_now
-                    mask = running.float()  # frozen for the rest of the epoch
-        if check == "epoch":
-            out_now = outside_ball(sub, r) & running
-            for p, s_ in zip(params, saved):
-                p[out_now] = s_[out_now]
-            running &= ~out_now
+        tot_loss, tot_acc = _sgd_epoch(sub, x[order[live]], y[order[live]], lr=lr, batch_size=batch_size,
+                                       check=check, radius=_per_copy(radius, live), running=running, live=live,
+                                       epochs=epochs, rows=rows, E=E)
         gone = live[~running]
         active[gone] = False
         stopped[gone] = True
         epochs[active] += 1
-        full_loss = torch.full((E,), math.nan, device=dev)
-        full_acc = torch.full((E,), math.nan, device=dev)
-        full_loss[live], full_acc[live] = tot_loss / N, tot_acc / N
-        history.append({"train_loss": full_loss, "train_acc": full_acc, "active": was_active})
+        history.append({"train_loss": _spread(tot_loss / N, live, E), "train_acc": _spread(tot_acc / N, live, E),
+                        "active": was_active})
         if not running.all():  # compact: the stopped copies leave the batch
             model.put(live, sub)
             live = live[running]
@@ -289,14 +340,7 @@ def train_lazy_sgd(
             sub, rows = _trainable(model, live), live
     model.put(live, sub)
     if history and not history[-1]["active"].all():
-        # the copies that had stopped before the last epoch: their final networks over its
-        # batches (the loss at their places of the full layout, as the full loop scored them)
-        last = history[-1]
-        idle = (~last["active"]).nonzero().squeeze(1)
-        tot_loss, tot_acc = _epoch_scores(_trainable(model, idle), x[order[idle]], y[order[idle]],
-                                          batch_size, rows=idle, E=E)
-        last["train_loss"][idle] = tot_loss / N
-        last["train_acc"][idle] = tot_acc / N
+        _score_stopped(model, history[-1], x, y, order, batch_size=batch_size, E=E)
     if cols is not None:
         outer.weight[:, :, cols] = model.weight
         if outer.bias is not None:
@@ -389,6 +433,72 @@ def adversarial_examples(model: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, 
 
 
 @torch.no_grad()
+def _adversarial_epoch(sub: TwoLayerReLU, x: torch.Tensor, y: torch.Tensor, *, pgd: functools.partial,
+                       generators: Sequence[torch.Generator], live: torch.Tensor, rows: torch.Tensor | None,
+                       E: int, lr: float, batch_size: int,
+                       radius: float | torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """One epoch of Alg. 1 for the copies in ``sub`` (the ensemble's ``live``): ℓ2 PGD on the
+    whole training set ``x`` (N, d), ``y`` (N,) against each copy (``pgd``: :func:`_pgd` bound
+    to the data), then one SGD pass over its examples in the epoch's order, every neuron
+    projected back onto its ball after each step. ``rows``, ``E``: see :func:`_loss_and_slope`.
+
+    Returns the epoch's orders (E, N: every generator draws, stopped copy or not) and the
+    history entry: (E,) ``train_loss`` and ``train_acc`` over the epoch's batches,
+    ``clean_train_acc`` and ``robust_train_acc`` at the weights the epoch starts from; NaN
+    for the copies not in ``live``.
+    """
+    N = x.shape[0]
+    x_adv = pgd(sub, rows=rows, E=E)  # (E', N, d)
+    robust = ((_scores(sub, x_adv) * y) > 0).float().mean(1)  # (E',)
+    clean = ((_scores(sub, x.expand(live.numel(), *x.shape)) * y) > 0).float().mean(1)
+    order = _orders(generators, N, x.device)  # (E, N)
+    o = order[live]
+    xp, yp = _in_order(x_adv, o), y[o]  # gathered once
+    tot_loss = torch.zeros(live.numel(), device=x.device)
+    tot_acc = torch.zeros(live.numel(), device=x.device)
+    for i in range(0, N, batch_size):
+        xb, yb = xp[:, i:i + batch_size], yp[:, i:i + batch_size]  # views
+        out, loss = _logistic_step(sub, xb, yb, lr, rows=rows, E=E, what="lazy adversarial training")
+        tot_loss += loss * yb.shape[1]
+        tot_acc += ((out * yb) > 0).float().sum(1)
+        project_to_ball(sub, radius)
+    return order, {"train_loss": _spread(tot_loss / N, live, E), "train_acc": _spread(tot_acc / N, live, E),
+                   "clean_train_acc": _spread(clean, live, E), "robust_train_acc": _spread(robust, live, E)}
+
+
+@dataclasses.dataclass
+class _Patience:
+    """The stopping rule of :func:`train_lazy_adversarial`, per copy: stop once the robust
+    training accuracy has not beaten its best by ``min_gain`` for ``patience`` armed epochs."""
+
+    patience: int
+    min_gain: float
+    arm_acc: float | None
+    burn_in: int
+    best: torch.Tensor  # (E,) the best robust training accuracy so far
+    since: torch.Tensor  # (E,) armed epochs since it last improved
+    armed: torch.Tensor  # (E,) bool
+
+    @classmethod
+    def start(cls, E: int, device: torch.device, *, patience: int, min_gain: float, arm_acc: float | None,
+              burn_in: int) -> _Patience:
+        return cls(patience, min_gain, arm_acc, burn_in, best=torch.full((E,), -1.0, device=device),
+                   since=torch.zeros(E, dtype=torch.long, device=device),
+                   armed=torch.full((E,), burn_in <= 0 and arm_acc is None, dtype=torch.bool, device=device))
+
+    def update(self, epoch: int, entry: dict[str, torch.Tensor], active: torch.Tensor) -> torch.Tensor:
+        """Read epoch ``epoch``'s history ``entry``; the (E,) bool copies among ``active`` that stop now."""
+        self.armed |= epoch >= self.burn_in > 0
+        if self.arm_acc is not None:
+            self.armed |= entry["clean_train_acc"] >= self.arm_acc
+        robust_acc = entry["robust_train_acc"]
+        gain = robust_acc > self.best + self.min_gain
+        self.best = torch.where(gain & active, robust_acc, self.best)
+        self.since = torch.where(gain | ~self.armed, torch.zeros_like(self.since), self.since + 1)
+        return active & (self.since >= self.patience)
+
+
+@torch.no_grad()
 def train_lazy_adversarial(
     model: TwoLayerReLU,
     x: torch.Tensor,
@@ -432,18 +542,16 @@ def train_lazy_adversarial(
     copy's final network (its PGD examples, robust accuracy, and loss and accuracy over
     that epoch's batches of them).
     """
-    E, (N, _) = model.E, x.shape
+    E = model.E
     if len(generators) != E:
         raise ValueError(f"{len(generators)} generators for {E} copies")
     dev = x.device
     pgd = functools.partial(_pgd, x=x, y=y, eps=eps, steps=attack_steps, bounds=bounds,
                             step_size=eps / 40 if attack_step_size is None else attack_step_size)
+    rule = _Patience.start(E, dev, patience=patience, min_gain=min_gain, arm_acc=arm_acc, burn_in=burn_in)
     active = torch.ones(E, dtype=torch.bool, device=dev)
     stopped = torch.zeros(E, dtype=torch.bool, device=dev)
     epochs = torch.zeros(E, device=dev)
-    best = torch.full((E,), -1.0, device=dev)
-    since = torch.zeros(E, dtype=torch.long, device=dev)
-    armed = torch.full((E,), burn_in <= 0 and arm_acc is None, dtype=torch.bool, device=dev)
     history: list[dict[str, torch.Tensor]] = []
     live = torch.arange(E, device=dev)  # the copies still training
     sub, rows = _trainable(model, live), None  # rows: the live copies' places in the full ensemble
@@ -451,35 +559,12 @@ def train_lazy_adversarial(
     for epoch in range(max_epochs):
         if live.numel() == 0:
             break
-        r = _per_copy(radius, live)
-        x_adv = pgd(sub, rows=rows, E=E)  # (E', N, d)
-        robust = ((_scores(sub, x_adv) * y) > 0).float().mean(1)  # (E',)
-        clean_acc = torch.full((E,), math.nan, device=dev)
-        clean_acc[live] = ((_scores(sub, x.expand(live.numel(), *x.shape)) * y) > 0).float().mean(1)
-        armed |= epoch >= burn_in > 0
-        if arm_acc is not None:
-            armed |= clean_acc >= arm_acc
-        order = _orders(generators, N, dev)  # (E, N): every generator draws, stopped or not
-        o = order[live]
-        xp, yp = x_adv[torch.arange(live.numel(), device=dev)[:, None], o], y[o]  # gathered once
-        tot_loss = torch.zeros(live.numel(), device=dev)
-        tot_acc = torch.zeros(live.numel(), device=dev)
-        for i in range(0, N, batch_size):
-            xb, yb = xp[:, i:i + batch_size], yp[:, i:i + batch_size]  # views
-            out, loss = _logistic_step(sub, xb, yb, lr, rows=rows, E=E, what="lazy adversarial training")
-            tot_loss += loss * yb.shape[1]
-            tot_acc += ((out * yb) > 0).float().sum(1)
-            project_to_ball(sub, r)
-        robust_acc, full_loss, full_acc = (torch.full((E,), math.nan, device=dev) for _ in range(3))
-        robust_acc[live], full_loss[live], full_acc[live] = robust, tot_loss / N, tot_acc / N
-        gain = robust_acc > best + min_gain
-        best = torch.where(gain & active, robust_acc, best)
-        since = torch.where(gain | ~armed, torch.zeros_like(since), since + 1)
+        order, entry = _adversarial_epoch(sub, x, y, pgd=pgd, generators=generators, live=live, rows=rows, E=E,
+                                          lr=lr, batch_size=batch_size, radius=_per_copy(radius, live))
+        done = rule.update(epoch, entry, active)
         epochs[active] += 1
-        done = active & (since >= patience)
         stopped |= done
-        history.append({"train_loss": full_loss, "train_acc": full_acc, "clean_train_acc": clean_acc,
-                        "robust_train_acc": robust_acc, "active": active.clone()})
+        history.append({**entry, "active": active.clone()})
         active &= ~done
         if done.any():  # compact: the stopped copies leave the batch
             model.put(live, sub)
@@ -487,16 +572,5 @@ def train_lazy_adversarial(
             sub, rows = _trainable(model, live), live
     model.put(live, sub)
     if history and not history[-1]["active"].all():
-        # the copies that had stopped before the last epoch: their final networks, scored as
-        # that epoch scored the others (own PGD examples, that epoch's batches)
-        last = history[-1]
-        idle = (~last["active"]).nonzero().squeeze(1)
-        net = _trainable(model, idle)
-        x_adv = pgd(net, rows=idle, E=E)
-        last["robust_train_acc"][idle] = ((_scores(net, x_adv) * y) > 0).float().mean(1)
-        o = order[idle]
-        tot_loss, tot_acc = _epoch_scores(net, x_adv[torch.arange(idle.numel(), device=dev)[:, None], o],
-                                          y[o], batch_size, rows=idle, E=E)
-        last["train_loss"][idle] = tot_loss / N
-        last["train_acc"][idle] = tot_acc / N
+        _score_stopped(model, history[-1], x, y, order, batch_size=batch_size, E=E, pgd=pgd)
     return TrainLog(epochs=epochs, stopped=stopped, history=history)

@@ -222,124 +222,155 @@ def _mechanism_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
                    "at a time, with the worst class's share of neurons that prefer u. Dotted: the 0.9 that reads robust.")]
 
 
-def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
-    figs: list[Figure] = _mechanism_figure(df, ctx)
+def _ab_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """A and B over training, standard against one-step adversarial training (main)."""
     probes = _regimes(df, "probe")
-    if probes:
-        fig, axes = plt.subplots(1, len(probes), figsize=(4.6 * len(probes), 3.2), squeeze=False)
-        for ax, (label, sub) in zip(axes[0], probes):
-            mean_band(ax, sub, "step", "A", label="A = max_r <w, u> (robust)", marker="")
-            mean_band(ax, sub, "step", "B", label="B = max_r <w, v> (non-robust)", marker="")
-            ax.set_title(label)
-            ax.set_xlabel("step")
-            ax.legend()
-        axes[0][0].set_ylabel("feature alignment (mean over classes)")
-        save(fig, ctx.figdir / "ab_dynamics.png")
-        figs.append(Figure("figures/ab_dynamics.png", "Robust (A) and non-robust (B) feature learning",
-                           "Mean over seeds, ±1 std band. Standard training should grow B and leave A small; "
-                           "one-step adversarial training should grow B first, then let A overtake."))
+    if not probes:
+        return []
+    fig, axes = plt.subplots(1, len(probes), figsize=(4.6 * len(probes), 3.2), squeeze=False)
+    for ax, (label, sub) in zip(axes[0], probes):
+        mean_band(ax, sub, "step", "A", label="A = max_r <w, u> (robust)", marker="")
+        mean_band(ax, sub, "step", "B", label="B = max_r <w, v> (non-robust)", marker="")
+        ax.set_title(label)
+        ax.set_xlabel("step")
+        ax.legend()
+    axes[0][0].set_ylabel("feature alignment (mean over classes)")
+    save(fig, ctx.figdir / "ab_dynamics.png")
+    return [Figure("figures/ab_dynamics.png", "Robust (A) and non-robust (B) feature learning",
+                   "Mean over seeds, ±1 std band. Standard training should grow B and leave A small; "
+                   "one-step adversarial training should grow B first, then let A overtake.")]
+
+
+def _accuracy_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """Clean, feature-attack and PGD test accuracy over training (main)."""
     evals = _regimes(df, "eval")
-    if evals:
-        fig, axes = plt.subplots(1, len(evals), figsize=(4.6 * len(evals), 3.2), squeeze=False)
-        for ax, (label, sub) in zip(axes[0], evals):
-            mean_band(ax, sub, "step", "clean_acc", label="clean", marker=".")
-            mean_band(ax, sub, "step", "feature_acc", label="δ_p = −ε v_y", marker=".")
-            p = sub[sub["pgd_acc"].notna()]
-            if not p.empty:
-                mean_band(ax, p, "step", "pgd_acc", label="l_inf PGD", marker="s")
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_title(label)
-            ax.set_xlabel("step")
-            ax.legend()
-        axes[0][0].set_ylabel("test accuracy")
-        save(fig, ctx.figdir / "accuracy.png")
-        figs.append(Figure("figures/accuracy.png", "Clean and robust accuracy during training",
-                           "Held-out accuracy clean, under the theory's feature-direction attack and under "
-                           "l_inf PGD (at the end, or every pgd_eval_every steps)."))
-    figs += _eta_figure(df, ctx)
-    figs += _counter_figure(df, ctx)
+    if not evals:
+        return []
+    fig, axes = plt.subplots(1, len(evals), figsize=(4.6 * len(evals), 3.2), squeeze=False)
+    for ax, (label, sub) in zip(axes[0], evals):
+        mean_band(ax, sub, "step", "clean_acc", label="clean", marker=".")
+        mean_band(ax, sub, "step", "feature_acc", label="δ_p = −ε v_y", marker=".")
+        p = sub[sub["pgd_acc"].notna()]
+        if not p.empty:
+            mean_band(ax, p, "step", "pgd_acc", label="l_inf PGD", marker="s")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+        ax.legend()
+    axes[0][0].set_ylabel("test accuracy")
+    save(fig, ctx.figdir / "accuracy.png")
+    return [Figure("figures/accuracy.png", "Clean and robust accuracy during training",
+                   "Held-out accuracy clean, under the theory's feature-direction attack and under "
+                   "l_inf PGD (at the end, or every pgd_eval_every steps).")]
+
+
+def _eps_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """Final A − B (with 95% t intervals) and final accuracies across the training ε (eps, main)."""
     eps = _rows(df, "final", method="gradient_step", experiment=["eps", "main"])
-    if not eps.empty and eps["eps"].nunique() >= 2:
-        fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.2))
-        mean_band(axes[0], eps, "eps", "A_minus_B", label="A − B (±1 std)")
-        ci = [(float(x), stats.mean_estimate(sub["A_minus_B"])) for x, sub in eps.groupby("eps")]
-        ci = [(x, e) for x, e in ci if e.finite]
-        axes[0].errorbar([x for x, _ in ci], [e.value for _, e in ci],
-                         yerr=[[e.value - e.low for _, e in ci], [e.high - e.value for _, e in ci]],
-                         fmt="none", ecolor="k", capsize=3, lw=0.8, label="95% t interval")
-        axes[0].axhline(0, color="k", lw=0.8)
-        axes[0].axvline(float(eps["beta"].iloc[0]), color="grey", ls=":", label="β")
-        axes[0].set_xlabel("training ε")
-        axes[0].set_ylabel("final A − B")
-        axes[0].legend()
-        mean_band(axes[1], eps, "eps", "clean_acc", label="clean")
-        mean_band(axes[1], eps, "eps", "feature_acc", label="δ_p = −ε v_y")
-        mean_band(axes[1], eps, "eps", "pgd_acc", label="l_inf PGD")
-        axes[1].set_xlabel("training ε (evaluation at eval_eps)")
-        axes[1].set_ylabel("final test accuracy")
-        axes[1].set_ylim(-0.02, 1.02)
-        axes[1].legend()
-        save(fig, ctx.figdir / "eps_spectrum.png")
-        figs.append(Figure("figures/eps_spectrum.png", "The ε spectrum",
-                           "ε = 0 is standard training; the theory's regime is β ≤ ε ≪ α. Left: which feature "
-                           "wins; right: the accuracy it buys (all evaluated at the same eval_eps)."))
+    if eps.empty or eps["eps"].nunique() < 2:
+        return []
+    fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.2))
+    mean_band(axes[0], eps, "eps", "A_minus_B", label="A − B (±1 std)")
+    ci = [(float(x), stats.mean_estimate(sub["A_minus_B"])) for x, sub in eps.groupby("eps")]
+    ci = [(x, e) for x, e in ci if e.finite]
+    axes[0].errorbar([x for x, _ in ci], [e.value for _, e in ci],
+                     yerr=[[e.value - e.low for _, e in ci], [e.high - e.value for _, e in ci]],
+                     fmt="none", ecolor="k", capsize=3, lw=0.8, label="95% t interval")
+    axes[0].axhline(0, color="k", lw=0.8)
+    axes[0].axvline(float(eps["beta"].iloc[0]), color="grey", ls=":", label="β")
+    axes[0].set_xlabel("training ε")
+    axes[0].set_ylabel("final A − B")
+    axes[0].legend()
+    mean_band(axes[1], eps, "eps", "clean_acc", label="clean")
+    mean_band(axes[1], eps, "eps", "feature_acc", label="δ_p = −ε v_y")
+    mean_band(axes[1], eps, "eps", "pgd_acc", label="l_inf PGD")
+    axes[1].set_xlabel("training ε (evaluation at eval_eps)")
+    axes[1].set_ylabel("final test accuracy")
+    axes[1].set_ylim(-0.02, 1.02)
+    axes[1].legend()
+    save(fig, ctx.figdir / "eps_spectrum.png")
+    return [Figure("figures/eps_spectrum.png", "The ε spectrum",
+                   "ε = 0 is standard training; the theory's regime is β ≤ ε ≪ α. Left: which feature "
+                   "wins; right: the accuracy it buys (all evaluated at the same eval_eps).")]
+
+
+def _variant(r: pd.Series) -> str:
+    """A final row's bar label in the extensions figure: the setting it varies and its training."""
+    if r["experiment"] == "main":
+        return f"default / {r['method']}"
+    val = {"activation": r["activation"], "attack": r["method"], "basis": r["basis"],
+           "overlap": "overlap"}[r["experiment"]]
+    return f"{val} / {r['method']}" if r["experiment"] != "attack" else f"{val} training"
+
+
+def _extensions_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """The reviewer extensions beside the defaults: final A − B and robust accuracies (means over seeds)."""
     ext = _rows(df, "final", experiment=["activation", "attack", "basis", "overlap", "main"])
-    if not ext.empty and (ext["experiment"] != "main").any():
-        def label(r):
-            if r["experiment"] == "main":
-                return f"default / {r['method']}"
-            val = {"activation": r["activation"], "attack": r["method"], "basis": r["basis"],
-                   "overlap": "overlap"}[r["experiment"]]
-            return f"{val} / {r['method']}" if r["experiment"] != "attack" else f"{val} training"
-        ext = ext.assign(variant=ext.apply(label, axis=1))
-        g = ext.groupby("variant", sort=False)[["A_minus_B", "feature_acc", "pgd_acc"]].mean()
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
-        axes[0].bar(range(len(g)), g["A_minus_B"])
-        axes[0].axhline(0, color="k", lw=0.8)
-        axes[0].set_ylabel("final A − B")
-        width = 0.4
-        axes[1].bar(np.arange(len(g)) - width / 2, g["feature_acc"], width, label="δ_p = −ε v_y")
-        axes[1].bar(np.arange(len(g)) + width / 2, g["pgd_acc"], width, label="l_inf PGD")
-        axes[1].set_ylabel("final robust accuracy")
-        axes[1].legend()
-        for ax in axes:
-            ax.set_xticks(range(len(g)))
-            ax.set_xticklabels(g.index, fontsize=7, rotation=40, ha="right")
-        save(fig, ctx.figdir / "extensions.png")
-        figs.append(Figure("figures/extensions.png", "Reviewer extensions",
-                           "Activation (ReLU, GELU), FGSM / multi-step PGD training, rotated features, "
-                           "overlapping patches, beside the defaults (means over seeds)."))
+    if ext.empty or not (ext["experiment"] != "main").any():
+        return []
+    ext = ext.assign(variant=ext.apply(_variant, axis=1))
+    g = ext.groupby("variant", sort=False)[["A_minus_B", "feature_acc", "pgd_acc"]].mean()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    axes[0].bar(range(len(g)), g["A_minus_B"])
+    axes[0].axhline(0, color="k", lw=0.8)
+    axes[0].set_ylabel("final A − B")
+    width = 0.4
+    axes[1].bar(np.arange(len(g)) - width / 2, g["feature_acc"], width, label="δ_p = −ε v_y")
+    axes[1].bar(np.arange(len(g)) + width / 2, g["pgd_acc"], width, label="l_inf PGD")
+    axes[1].set_ylabel("final robust accuracy")
+    axes[1].legend()
+    for ax in axes:
+        ax.set_xticks(range(len(g)))
+        ax.set_xticklabels(g.index, fontsize=7, rotation=40, ha="right")
+    save(fig, ctx.figdir / "extensions.png")
+    return [Figure("figures/extensions.png", "Reviewer extensions",
+                   "Activation (ReLU, GELU), FGSM / multi-step PGD training, rotated features, "
+                   "overlapping patches, beside the defaults (means over seeds).")]
+
+
+def _images_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """Real images: clean and PGD accuracy per epoch per dataset, and the Ilyas et al. test."""
     ep = _rows(df, "epoch", experiment="images")
-    if not ep.empty:
-        dsets = sorted(ep["dataset"].unique())
-        fig, axes = plt.subplots(1, len(dsets) + 1, figsize=(4.4 * (len(dsets) + 1), 3.2), squeeze=False)
-        for ax, ds in zip(axes[0], dsets):
-            for method, sub in ep[ep["dataset"] == ds].groupby("method"):
-                name = "PGD training" if method == "pgd" else "standard"
-                mean_band(ax, sub, "epoch", "clean_acc", label=f"{name}: clean", marker=".")
-                mean_band(ax, sub, "epoch", "robust_acc", label=f"{name}: PGD", marker="s", ls="--")
-            ax.set_title(f"{ds} (ε = {ep[ep['dataset'] == ds]['image_eps'].iloc[0]:g})")
-            ax.set_xlabel("epoch")
-            ax.set_ylim(-0.02, 1.02)
-            ax.legend()
-        axes[0][0].set_ylabel("test accuracy")
-        il = _rows(df, "ilyas", experiment="images")
-        ax = axes[0][-1]
-        if not il.empty:
-            g = il.groupby("dataset")[["ilyas_acc", "chance"]].mean()
-            ax.bar(range(len(g)), g["ilyas_acc"], label="trained on the non-robust set")
-            ax.scatter(range(len(g)), g["chance"], color="k", marker="_", s=400, label="chance", zorder=3)
-            ax.set_xticks(range(len(g)))
-            ax.set_xticklabels(g.index)
-            ax.set_ylabel("true test accuracy")
-            ax.set_ylim(0, 1.35 * max(float(g["ilyas_acc"].max()), 0.1))
-            ax.legend(loc="upper right")
-        ax.set_title("Ilyas et al. non-robust dataset")
-        save(fig, ctx.figdir / "images.png")
-        figs.append(Figure("figures/images.png", "Real images",
-                           "Clean and PGD accuracy per epoch for standard and PGD adversarial training; right: "
-                           "a fresh model trained only on targeted adversarial examples relabelled with their "
-                           "target, scored on the true test set, against chance."))
+    if ep.empty:
+        return []
+    dsets = sorted(ep["dataset"].unique())
+    fig, axes = plt.subplots(1, len(dsets) + 1, figsize=(4.4 * (len(dsets) + 1), 3.2), squeeze=False)
+    for ax, ds in zip(axes[0], dsets):
+        for method, sub in ep[ep["dataset"] == ds].groupby("method"):
+            name = "PGD training" if method == "pgd" else "standard"
+            mean_band(ax, sub, "epoch", "clean_acc", label=f"{name}: clean", marker=".")
+            mean_band(ax, sub, "epoch", "robust_acc", label=f"{name}: PGD", marker="s", ls="--")
+        ax.set_title(f"{ds} (ε = {ep[ep['dataset'] == ds]['image_eps'].iloc[0]:g})")
+        ax.set_xlabel("epoch")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend()
+    axes[0][0].set_ylabel("test accuracy")
+    _ilyas_panel(axes[0][-1], _rows(df, "ilyas", experiment="images"))
+    save(fig, ctx.figdir / "images.png")
+    return [Figure("figures/images.png", "Real images",
+                   "Clean and PGD accuracy per epoch for standard and PGD adversarial training; right: "
+                   "a fresh model trained only on targeted adversarial examples relabelled with their "
+                   "target, scored on the true test set, against chance.")]
+
+
+def _ilyas_panel(ax, il: pd.DataFrame) -> None:
+    """True test accuracy of the models trained on the non-robust datasets, per dataset, against chance."""
+    if not il.empty:
+        g = il.groupby("dataset")[["ilyas_acc", "chance"]].mean()
+        ax.bar(range(len(g)), g["ilyas_acc"], label="trained on the non-robust set")
+        ax.scatter(range(len(g)), g["chance"], color="k", marker="_", s=400, label="chance", zorder=3)
+        ax.set_xticks(range(len(g)))
+        ax.set_xticklabels(g.index)
+        ax.set_ylabel("true test accuracy")
+        ax.set_ylim(0, 1.35 * max(float(g["ilyas_acc"].max()), 0.1))
+        ax.legend(loc="upper right")
+    ax.set_title("Ilyas et al. non-robust dataset")
+
+
+def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
+    """Every figure of Study A that ``df`` has the rows for, in the report's order."""
+    figs: list[Figure] = []
+    for draw in (_mechanism_figure, _ab_figure, _accuracy_figure, _eta_figure, _counter_figure, _eps_figure,
+                 _extensions_figure, _images_figure):
+        figs += draw(df, ctx)
     return figs
-
-

@@ -213,11 +213,7 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     if base.experiment == "counter":
         return _run_counter(cfgs, dev)
     spec = base.patch_spec()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", AssumptionWarning)
-        report = check_assumptions(spec, q=base.q, eps=base.eps if base.method != "standard" else base.eval_eps)
-    for w in caught if base.experiment != "limit" else ():  # once per group (not per seed), still visible;
-        warnings.warn(w.message, AssumptionWarning, stacklevel=2)  # limit's tiny ε is below β by design
+    assumption = _assumption_cols(base, spec)
     seeds = [c.seed for c in cfgs]
     features, train, test = sample_ensemble(spec, seeds, base.n_train, base.n_test, make_generator)
     features, train, test = features.to(dev), train.to(dev), test.to(dev)
@@ -232,63 +228,88 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     hist = train_patch_cnn(model, features, train, test, tspec, batch_generator=g("batches"),
                            attack_generator=g("train-attack"), eval_generator=g("eval-attack"),
                            probe_hook=clip[0] if clip else None)
-    A, B = hist.A.mean(-1), hist.B.mean(-1)  # (E, T): averaged over classes
-    assumption = {f"assume_{k}": v for k, v in report.items() if k not in ("violations", "q", "eps")}
-    assumption["assume_violations"] = "; ".join(report["violations"])
     threats = _threat_rows(model, features, test, base.eval_eps)
     use = _feature_use(model, features, test, base, seeds) if base.experiment in FEATURE_USE else None
-    sweep = []
     # every-patch and PGD across the budget, on the adversarially trained networks (A2d's evidence
     # and the counter figure read only those; on the standard ones it cost ~40% of the main block)
+    sweep = []
     if base.experiment == "main" and base.method != "standard":
-        for r in EPS_OVER_ALPHA:
-            eps = r * base.alpha
-            ts = dataclasses.replace(tspec, eval_eps=eps)
-            pgd = pgd_accuracy(model, test, ts, g(f"eval-sweep-{r}"))  # (what evaluate_patch_cnn's PGD gives)
-            th = _threat_rows(model, features, test, eps, SWEEP_THREATS if r in ATTRIBUTION_EPS else SWEEP_THREATS[:1])
-            sweep.append((r, eps, pgd.cpu(), {n: a.cpu() for n, a in th.items()}))
-    out = []
-    for e in range(len(cfgs)):
-        rows: list[dict] = []
-        for j, t in enumerate(hist.probe_steps.tolist()):
-            rows.append({"kind": "probe", "step": t, "A": float(A[e, j]), "B": float(B[e, j]),
-                         "loss": float(hist.loss[e, j]), "A_i": hist.A[e, j].tolist(),
-                         "B_i": hist.B[e, j].tolist()})
-        for j, t in enumerate(hist.eval_steps.tolist()):
-            p = float(hist.pgd_acc[e, j])
-            rows.append({"kind": "eval", "step": t, "clean_acc": float(hist.clean_acc[e, j]),
-                         "feature_acc": float(hist.feature_acc[e, j]), "pgd_acc": None if math.isnan(p) else p})
-        cross = crossing_step(hist.probe_steps, A[e], B[e])
-        b_peak = int(hist.probe_steps[int(B[e].argmax())])
-        rows.append({"kind": "neuron", "step": int(hist.probe_steps[-1]),
-                     "A_neuron": [round(v, 6) for v in hist.A_neuron[e, -1].flatten().tolist()],
-                     "B_neuron": [round(v, 6) for v in hist.B_neuron[e, -1].flatten().tolist()]})
-        clip_cols = {}
-        if clip:
-            _, cs, fa, fv = clip
-            fa_e, fv_e = torch.stack(fa)[:, e], torch.stack(fv)[:, e]
-            for j, t in enumerate(cs):
-                rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j])})
-            clip_cols = {"clip_frac_phase1": _phase1_mean(cs, fa_e, cross),
-                         "clip_frac_v_phase1": _phase1_mean(cs, fv_e, cross),
-                         "clip_frac_v_max": float(fv_e.max()),
-                         **_saturation(cs, fv_e, cross)}
-        for r, eps, pgd, th in sweep:
-            rows.append({"kind": "eps_sweep", "eps_over_alpha": r, "attack_eps": eps, "pgd_acc": float(pgd[e]),
-                         "every_patch_acc": float(th["linf_all"][e]),
-                         **({"v_swap_acc": float(th["nonrobust_subspace"][e]), "uv_every_patch_acc": float(th["linf_uv"][e])}
-                            if "linf_uv" in th else {}),
-                         "bound_ratio": every_patch_bound(base.alpha, eps, base.q, base.P)})
-        final = {"kind": "final", "step": int(hist.probe_steps[-1]), "A": float(A[e, -1]), "B": float(B[e, -1]),
+        sweep = _eps_sweep(model, features, test, base, tspec, g)
+    return [_member_rows(e, base, hist, clip, sweep, threats, assumption, use) for e in range(len(cfgs))]
+
+
+def _assumption_cols(base: FeatureLearningConfig, spec) -> dict:
+    """The data model's assumptions at the training ε (``eval_eps`` for standard training), as
+    ``assume_*`` columns; their violations are warned once per group (not per seed), except in
+    the limit experiment, whose tiny ε is below β by design."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AssumptionWarning)
+        report = check_assumptions(spec, q=base.q, eps=base.eps if base.method != "standard" else base.eval_eps)
+    for w in caught if base.experiment != "limit" else ():
+        warnings.warn(w.message, AssumptionWarning, stacklevel=3)  # at run_points
+    assumption = {f"assume_{k}": v for k, v in report.items() if k not in ("violations", "q", "eps")}
+    assumption["assume_violations"] = "; ".join(report["violations"])
+    return assumption
+
+
+def _eps_sweep(model: PatchCNN, features, test, base: FeatureLearningConfig, tspec: FeatureTrainSpec,
+               g) -> list[tuple]:
+    """PGD and the every-patch threats at each budget of :data:`EPS_OVER_ALPHA`: per budget
+    ``(ε/α, ε, pgd (E,), {threat: (E,)})`` (all of :data:`SWEEP_THREATS` at the attribution
+    budgets, ``linf_all`` alone at the others)."""
+    sweep = []
+    for r in EPS_OVER_ALPHA:
+        eps = r * base.alpha
+        ts = dataclasses.replace(tspec, eval_eps=eps)
+        pgd = pgd_accuracy(model, test, ts, g(f"eval-sweep-{r}"))  # (what evaluate_patch_cnn's PGD gives)
+        th = _threat_rows(model, features, test, eps, SWEEP_THREATS if r in ATTRIBUTION_EPS else SWEEP_THREATS[:1])
+        sweep.append((r, eps, pgd.cpu(), {n: a.cpu() for n, a in th.items()}))
+    return sweep
+
+
+def _member_rows(e: int, base: FeatureLearningConfig, hist, clip, sweep: list[tuple], threats: dict,
+                 assumption: dict, use: dict | None) -> list[dict]:
+    """Member ``e``'s records: its probe, eval and neuron rows, the clip probes (``clip``: the
+    :func:`_clip_probe` hook and traces, or None), the budget sweep and the final row."""
+    A, B = hist.A.mean(-1), hist.B.mean(-1)  # (E, T): averaged over classes
+    rows: list[dict] = []
+    for j, t in enumerate(hist.probe_steps.tolist()):
+        rows.append({"kind": "probe", "step": t, "A": float(A[e, j]), "B": float(B[e, j]),
+                     "loss": float(hist.loss[e, j]), "A_i": hist.A[e, j].tolist(), "B_i": hist.B[e, j].tolist()})
+    for j, t in enumerate(hist.eval_steps.tolist()):
+        p = float(hist.pgd_acc[e, j])
+        rows.append({"kind": "eval", "step": t, "clean_acc": float(hist.clean_acc[e, j]),
+                     "feature_acc": float(hist.feature_acc[e, j]), "pgd_acc": None if math.isnan(p) else p})
+    cross = crossing_step(hist.probe_steps, A[e], B[e])
+    b_peak = int(hist.probe_steps[int(B[e].argmax())])
+    rows.append({"kind": "neuron", "step": int(hist.probe_steps[-1]),
+                 "A_neuron": [round(v, 6) for v in hist.A_neuron[e, -1].flatten().tolist()],
+                 "B_neuron": [round(v, 6) for v in hist.B_neuron[e, -1].flatten().tolist()]})
+    clip_cols = _clip_rows(rows, clip, e, cross) if clip else {}
+    for r, eps, pgd, th in sweep:
+        rows.append({"kind": "eps_sweep", "eps_over_alpha": r, "attack_eps": eps, "pgd_acc": float(pgd[e]),
+                     "every_patch_acc": float(th["linf_all"][e]),
+                     **({"v_swap_acc": float(th["nonrobust_subspace"][e]), "uv_every_patch_acc": float(th["linf_uv"][e])}
+                        if "linf_uv" in th else {}),
+                     "bound_ratio": every_patch_bound(base.alpha, eps, base.q, base.P)})
+    rows.append({"kind": "final", "step": int(hist.probe_steps[-1]), "A": float(A[e, -1]), "B": float(B[e, -1]),
                  "A_minus_B": float(A[e, -1] - B[e, -1]), "loss": float(hist.loss[e, -1]),
                  "clean_acc": float(hist.clean_acc[e, -1]), "feature_acc": float(hist.feature_acc[e, -1]),
                  "pgd_acc": float(hist.pgd_acc[e, -1]), "cross_step": cross, "b_peak_step": b_peak,
                  "chance": 1.0 / base.k, **{f"threat_{n}": float(a[e]) for n, a in threats.items()},
                  "every_patch_bound": every_patch_bound(base.alpha, base.eval_eps, base.q, base.P),
-                 **clip_cols, **assumption, **({k: v[e] for k, v in use.items()} if use else {})}
-        rows.append(final)
-        out.append(rows)
-    return out
+                 **clip_cols, **assumption, **({k: v[e] for k, v in use.items()} if use else {})})
+    return rows
+
+
+def _clip_rows(rows: list[dict], clip, e: int, cross: float | None) -> dict:
+    """Append member ``e``'s clip-probe rows to ``rows``; its final row's ``clip_*`` columns."""
+    _, cs, fa, fv = clip
+    fa_e, fv_e = torch.stack(fa)[:, e], torch.stack(fv)[:, e]
+    for j, t in enumerate(cs):
+        rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j])})
+    return {"clip_frac_phase1": _phase1_mean(cs, fa_e, cross), "clip_frac_v_phase1": _phase1_mean(cs, fv_e, cross),
+            "clip_frac_v_max": float(fv_e.max()), **_saturation(cs, fv_e, cross)}
 
 
 def _hand_set(E: int, base: FeatureLearningConfig, features, dev: torch.device) -> PatchCNN:
