@@ -88,3 +88,12 @@ def test_a_control_that_is_not_applicable_is_not_counted_as_failing():
     sec = _section(claims=[_claim("a", "inconclusive", control=na_ctl), _claim("b", "reproduced", control=CONTROL_FAILS)])
     assert "controls 1/2 fail (1 not applicable)" in study_header(sec)
     assert "control: C0 = 1000 → not applicable ?" in console_text([sec])
+
+
+def test_the_across_line_is_left_out_when_the_reason_already_gives_every_value():
+    spelled = _claim("knob", "inconclusive", control=CONTROL_FAILS,
+                     reason="the verdict depends on C0, which the paper does not fix: 10 → reproduced, 20 → contradicted",
+                     across={"C0": {"10": "reproduced", "20": "contradicted"}})
+    text = console_text([_section(claims=[spelled])])
+    assert "10 → reproduced, 20 → contradicted" in text and "across C0" not in text
+    assert "across C0: 10 reproduced, 20 contradicted" in console_text([_section(claims=[spelled])], verbose=True)

@@ -99,7 +99,7 @@ def claim_lines(c: dict[str, Any], *, width: int = 110, verbose: bool = False) -
         more.append(_reason(c))
     if excluded_text(c) and (verbose or v != "reproduced"):
         more.append(excluded_text(c))
-    if c.get("across") and (verbose or v != "reproduced"):
+    if c.get("across") and (verbose or (v != "reproduced" and not _reason_spells_across(c))):
         more.append("across " + "; ".join(f"{knob}: " + ", ".join(f"{k} {x}" for k, x in vals.items())
                                          for knob, vals in c["across"].items()))
     if verbose:
@@ -109,6 +109,15 @@ def claim_lines(c: dict[str, Any], *, width: int = 110, verbose: bool = False) -
         out.extend(textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
                                  max_lines=None if verbose else 2, placeholder=" …"))
     return out
+
+
+def _reason_spells_across(c: dict[str, Any]) -> bool:
+    """Whether the "across" line would add nothing: the reason already gives the verdict at every
+    value of every knob (``10 → reproduced``), or each knob took one value."""
+    reason = _reason(c) or ""
+    if all(len(vals) < 2 for vals in c["across"].values()):
+        return True  # one value: nothing to compare
+    return all(f"{k} → {x}" in reason for vals in c["across"].values() for k, x in vals.items())
 
 
 def _clip(text: str, width: int) -> str:
