@@ -66,6 +66,10 @@ def test_an_under_trained_point_is_excluded_not_turning_the_claim_na():
     assert stats.decide(stats.mean_estimate(df["effect"]), threshold=0.0).verdict != stats.REPRODUCED
     na = cl.too_few(kept, 10, exc)
     assert na is not None and na.verdict == stats.NOT_APPLICABLE and "trained: 1 of 10" in na.reason
+    # need=None: no part of the test could be formed from what is left; it says how many are left
+    none = cl.too_few(kept, None, exc, what="networks")
+    assert none.verdict == stats.NOT_APPLICABLE
+    assert none.reason.startswith("only 9 networks meet the premises, too few to form any part of the test")
 
 
 def test_premises_count_units_and_drop_whole_units():

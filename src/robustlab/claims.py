@@ -154,18 +154,20 @@ def apply_premises(df: pd.DataFrame, premises: Iterable[Premise], *,
     return df[keep], out
 
 
-def too_few(kept: pd.DataFrame | int, need: int, exclusions: Sequence[Exclusion] = (), *,
+def too_few(kept: pd.DataFrame | int, need: int | None, exclusions: Sequence[Exclusion] = (), *,
             unit: str | Sequence[str] | None = None, what: str = "points") -> Verdict | None:
-    """``not applicable`` when fewer than ``need`` units remain after the premises, else None."""
+    """``not applicable`` when fewer than ``need`` units remain after the premises, else None.
+    ``need=None``: the caller found that no part of its test could be formed from what remains
+    (e.g. no width sweep with enough widths); always not applicable, saying how many remain."""
     if isinstance(kept, pd.DataFrame):
         n = int(_units(kept, unit).nunique()) if len(kept) else 0
     else:
         n = int(kept)
-    if n >= need:
+    if need is not None and n >= need:
         return None
     lost = ", ".join(f"{e.premise}: {e.excluded} of {e.of} excluded" for e in exclusions if e.excluded)
-    return stats.not_applicable(f"only {n} {what} meet the premises, the test needs {need}"
-                                + (f" ({lost})" if lost else ""))
+    needs = "too few to form any part of the test" if need is None else f"the test needs {need}"
+    return stats.not_applicable(f"only {n} {what} meet the premises, {needs}" + (f" ({lost})" if lost else ""))
 
 
 # ----------------------------------------------------------------------------------------

@@ -292,7 +292,7 @@ def decide_nonlazy(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, li
             ctls.append(combine(c))
             ev[name] = {**e, "control_at_init": combine(c).to_dict()}
     if not parts:
-        na = cl.too_few(k, 10 ** 9, exc, what="networks") or not_applicable("no small-init networks at depth 2")
+        na = cl.too_few(k, None, exc, what="networks") or not_applicable("no small-init networks at depth 2")
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
@@ -373,7 +373,7 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
             parts += [falls, larger]
             ev[f"he{lh}_vs_width"], ev[f"{name}_far_larger"] = falls.to_dict(), larger.to_dict()
     if not parts:
-        v = cl.too_few(k, 10 ** 9, exc, what="networks") or not_applicable("needs He and small-init runs at depth 2")
+        v = cl.too_few(k, None, exc, what="networks") or not_applicable("needs He and small-init runs at depth 2")
         return _claim("kappa", statement, "§5.2, Figs. 2-3", v, ev, control=v, excluded=exc)
     # the control holds only if every swapped band passes: combine its parts as one statement
     return _claim("kappa", statement, "§5.2, Figs. 2-3", combine(parts), ev, control=combine(ctls), excluded=exc)

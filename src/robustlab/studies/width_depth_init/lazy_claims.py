@@ -103,7 +103,7 @@ def decide_width(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, list
                 ctls.append(c)
                 ev[name] = e
     if not parts:
-        na = cl.too_few(k, 10 ** 9, exc, what="width sweeps")
+        na = cl.too_few(k, None, exc, what="width sweeps")
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
@@ -224,7 +224,7 @@ def decide_depth_trained(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdi
                 ctls.append(c)
                 ev[name] = {**p.to_dict(), **extra, "curve": _table(curve(sub, "depth"))}
     if not parts:
-        na = cl.too_few(k, 10 ** 9, exc, what="depth sweeps") or not_applicable("no depth sweep")
+        na = cl.too_few(k, None, exc, what="depth sweeps") or not_applicable("no depth sweep")
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
