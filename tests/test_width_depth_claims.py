@@ -254,3 +254,14 @@ def test_view_takes_no_substitute(protocol):
     if protocol == "target":
         assert not v["fit"].iloc[0] and np.isnan(v["stability"].iloc[0])
     assert {"stability", "fd", "kappa_m", "fit"} <= set(v.columns)
+
+
+def test_a_claim_whose_experiment_the_grid_lacks_reads_not_measured_not_excluded():
+    """A slice's grid without depth sweeps or small-init networks: those claims say "not measured
+    in this run" (the README's table then ignores the slice for them), not a premise failure."""
+    df = synth()
+    only = df[(df["depth"] == 2) & (df["init"] == "he")]
+    res = by_id(only)
+    for cid in ("depth-init-at-init", "depth-init-trained", "nonlazy-width", "kappa"):
+        d = res[cid].decision
+        assert d.verdict == NA and d.reason.startswith("not measured in this run"), (cid, d.reason)

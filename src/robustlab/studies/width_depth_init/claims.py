@@ -273,6 +273,15 @@ def _nonlazy_pair(small: pd.DataFrame, he: pd.DataFrame, name: str) -> tuple[lis
                             "curve_he": _table(curve(he, "width")) if len(he) else None}
 
 
+NOT_MEASURED_NONLAZY = ("not measured in this run: needs He and small-init (non-lazy) networks at depth 2 "
+                        "(paper-nonlazy and paper-kappa run them)")
+
+
+def _both_inits(two: pd.DataFrame) -> bool:
+    """The grid holds both He and small-init depth-2 networks (before any premise)."""
+    return {"he", "small"} <= set(two["init"])
+
+
 def decide_nonlazy(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
     two = _same_output_as_he(f[(f["depth"] == 2) & f["init"].isin(["small", "he"])])
     k, exc = kept(view(two, protocol), NONLAZY_PREMISES)
@@ -292,7 +301,8 @@ def decide_nonlazy(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, li
             ctls.append(combine(c))
             ev[name] = {**e, "control_at_init": combine(c).to_dict()}
     if not parts:
-        na = cl.too_few(k, None, exc, what="networks") or not_applicable("no small-init networks at depth 2")
+        na = (cl.too_few(k, None, exc, what="networks") if _both_inits(two)
+              else not_applicable(NOT_MEASURED_NONLAZY))
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
@@ -373,7 +383,7 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
             parts += [falls, larger]
             ev[f"he{lh}_vs_width"], ev[f"{name}_far_larger"] = falls.to_dict(), larger.to_dict()
     if not parts:
-        v = cl.too_few(k, None, exc, what="networks") or not_applicable("needs He and small-init runs at depth 2")
+        v = cl.too_few(k, None, exc, what="networks") if _both_inits(two) else not_applicable(NOT_MEASURED_NONLAZY)
         return _claim("kappa", statement, "§5.2, Figs. 2-3", v, ev, control=v, excluded=exc)
     # the control holds only if every swapped band passes: combine its parts as one statement
     return _claim("kappa", statement, "§5.2, Figs. 2-3", combine(parts), ev, control=combine(ctls), excluded=exc)

@@ -138,7 +138,10 @@ def decide_width_moves(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict
             ctls.append(out[1])
             ev[name] = {**out[0].to_dict(), "sizes": sizes, "expected_move_log2": _r(math.log2(sizes[-1] / sizes[0]))}
     if not parts:
-        na = not_applicable("no depth swept in width at two training-set sizes (paper-width-n runs it)")
+        swept = any(sum(g["width"].nunique() >= MIN_WIDTHS for _, g in sub.groupby("n_train")) >= 2
+                    for _, sub in v.groupby(["init", "depth"]))
+        na = (cl.too_few(k, None, exc, what="networks") if swept  # the grid has it; the premises left too few
+              else not_applicable("no depth swept in width at two training-set sizes (paper-width-n runs it)"))
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
@@ -172,6 +175,11 @@ def _at_init_units(f: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+def _has_depth_sweep(f: pd.DataFrame) -> bool:
+    """Some width of the grid (before any premise) has >= MIN_DEPTHS depths."""
+    return bool(len(f)) and bool((f.groupby("width")["depth"].nunique() >= MIN_DEPTHS).any())
+
+
 def decide_depth_at_init(f: pd.DataFrame) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
     """LeCun's slope of log E P on L within ±SLOPE_BAND of ln ½, He's and NTK's within ±SLOPE_BAND
     of 0, at every width with >= MIN_DEPTHS depths; the control swaps the bands."""
@@ -195,7 +203,9 @@ def decide_depth_at_init(f: pd.DataFrame) -> tuple[Verdict, Verdict, list[cl.Exc
                 ctls.append(c)
                 ev[name] = {**p.to_dict(), **extra, **_closed_form_at_init(f[(f["init"] == init) & (f["width"] == m)])}
     if not parts:
-        na = not_applicable(f"no width with >= {MIN_DEPTHS} depths at initialisation")
+        na = (cl.too_few(k, None, exc, what="networks") if _has_depth_sweep(units)
+              else not_applicable(f"not measured in this run: needs a width with >= {MIN_DEPTHS} depths "
+                                  "(paper-depth runs it)"))
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
@@ -224,7 +234,9 @@ def decide_depth_trained(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdi
                 ctls.append(c)
                 ev[name] = {**p.to_dict(), **extra, "curve": _table(curve(sub, "depth"))}
     if not parts:
-        na = cl.too_few(k, None, exc, what="depth sweeps") or not_applicable("no depth sweep")
+        na = (cl.too_few(k, None, exc, what="depth sweeps") if _has_depth_sweep(v)
+              else not_applicable(f"not measured in this run: needs a width with >= {MIN_DEPTHS} depths "
+                                  "(paper-depth runs it)"))
         return na, na, exc, ev
     return combine(parts), combine(ctls), exc, ev
 
