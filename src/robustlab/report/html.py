@@ -70,7 +70,7 @@ table{border-collapse:collapse;width:100%;font-size:.9em;margin:.4em 0 1em}
 th,td{border:1px solid var(--border);padding:.22em .5em;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
 #claims tr.study th{background:#eef2f6;font-weight:600}#claims tr.study .meta{font-weight:normal}
-#claims td:first-child{white-space:nowrap}#claims td:nth-child(4){min-width:14em}#claims td:nth-child(6){min-width:16em}#claims td:nth-child(4),#claims td:nth-child(6){font-size:.9em}
+#claims td:first-child{white-space:nowrap}#claims td:nth-child(4){min-width:12em}#claims td:nth-child(4),#claims td:nth-child(6){font-size:.9em}
 #claims td.num{font-family:ui-monospace,"DejaVu Sans Mono",monospace;font-size:.92em;white-space:nowrap}
 tr.fail>td{background:#fff5f5}tr.inc>td{background:#fffbe6}tr.na>td{background:#f6f8fa}
 tr.aside>td{color:var(--muted)}
