@@ -272,11 +272,25 @@ def test_studies_run_in_run_order_and_report_in_the_asked_order(tmp_path, capsys
     assert html.index("Variant smoke-b") < html.index("Variant smoke-c")
 
 
+def _drawing_fails_for(monkeypatch, name: str):
+    """Make drawing (``base.finalize``) raise for study ``name``; returns the real finalize."""
+    from robustlab.studies import base
+
+    real = base.finalize
+
+    def finalize(out, study):
+        if study.name == name:
+            raise RuntimeError("drawing failed")
+        return real(out, study)
+
+    monkeypatch.setattr(base, "finalize", finalize)
+    return real
+
+
 def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_crash(tmp_path, capsys, monkeypatch):
     """With worker processes, a study's claims and figures are drawn while the next study's
     points run: the records are the same as drawn in line (one worker), the studies are
     recorded in order, and a crash while drawing is a crashed study, not a lost run."""
-    from robustlab.studies import base
 
     register(monkeypatch, smoke_variant("smoke-b"))
     one, two = tmp_path / "one", tmp_path / "two"
@@ -292,14 +306,7 @@ def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_c
         assert (two / study / "figures" / "loss.png").is_file()
     assert list(records.read_json(two / "reproduce.json")["timings"]) == ["smoke", "smoke-b"]
 
-    real = base.finalize
-
-    def finalize(out, study):
-        if study.name == "smoke":
-            raise RuntimeError("drawing failed")
-        return real(out, study)
-
-    monkeypatch.setattr(base, "finalize", finalize)
+    _drawing_fails_for(monkeypatch, "smoke")
     three = tmp_path / "three"
     assert reproduce(three, preset="quick", options=two_workers, studies=["smoke", "smoke-b"]) == 1
     _assert_one_crash(capsys.readouterr(), "smoke", "smoke-b", "RuntimeError")
@@ -308,17 +315,11 @@ def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_c
 
 def test_a_study_that_crashed_while_drawing_is_analysed_again_by_report_once_fixed(tmp_path, capsys, monkeypatch):
     """The combined report does not keep a crash record from reproduce.json once the study's
-    points are all there and its drawing works again; a study whose points never ran keeps it."""
+    points are all there and its drawing works again (a study whose points never ran keeps it:
+    test_a_crashed_study_is_reported_and_the_others_still_run)."""
     from robustlab.studies import base
 
-    real = base.finalize
-
-    def broken(out, study):
-        if study.name == "smoke":
-            raise RuntimeError("drawing failed")
-        return real(out, study)
-
-    monkeypatch.setattr(base, "finalize", broken)
+    real = _drawing_fails_for(monkeypatch, "smoke")
     out = tmp_path / "r"
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 1
     capsys.readouterr()

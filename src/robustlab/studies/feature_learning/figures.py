@@ -222,20 +222,29 @@ def _mechanism_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
                    "at a time, with the worst class's share of neurons that prefer u. Dotted: the 0.9 that reads robust.")]
 
 
+def _panels_per_regime(regimes: list, draw, ylabel: str, path) -> None:
+    """One panel per training regime (``(label, rows)`` pairs) over the step, drawn by ``draw(ax, rows)``,
+    titled by its regime, with a shared y label; saved to ``path``."""
+    fig, axes = plt.subplots(1, len(regimes), figsize=(4.6 * len(regimes), 3.2), squeeze=False)
+    for ax, (label, sub) in zip(axes[0], regimes):
+        draw(ax, sub)
+        ax.set_title(label)
+        ax.set_xlabel("step")
+        ax.legend()
+    axes[0][0].set_ylabel(ylabel)
+    save(fig, path)
+
+
 def _ab_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     """A and B over training, standard against one-step adversarial training (main)."""
     probes = _regimes(df, "probe")
     if not probes:
         return []
-    fig, axes = plt.subplots(1, len(probes), figsize=(4.6 * len(probes), 3.2), squeeze=False)
-    for ax, (label, sub) in zip(axes[0], probes):
+    def draw(ax, sub: pd.DataFrame) -> None:
         mean_band(ax, sub, "step", "A", label="A = max_r <w, u> (robust)", marker="")
         mean_band(ax, sub, "step", "B", label="B = max_r <w, v> (non-robust)", marker="")
-        ax.set_title(label)
-        ax.set_xlabel("step")
-        ax.legend()
-    axes[0][0].set_ylabel("feature alignment (mean over classes)")
-    save(fig, ctx.figdir / "ab_dynamics.png")
+
+    _panels_per_regime(probes, draw, "feature alignment (mean over classes)", ctx.figdir / "ab_dynamics.png")
     return [Figure("figures/ab_dynamics.png", "Robust (A) and non-robust (B) feature learning",
                    "Mean over seeds, ±1 std band. Standard training should grow B and leave A small; "
                    "one-step adversarial training should grow B first, then let A overtake.")]
@@ -246,19 +255,15 @@ def _accuracy_figure(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     evals = _regimes(df, "eval")
     if not evals:
         return []
-    fig, axes = plt.subplots(1, len(evals), figsize=(4.6 * len(evals), 3.2), squeeze=False)
-    for ax, (label, sub) in zip(axes[0], evals):
+    def draw(ax, sub: pd.DataFrame) -> None:
         mean_band(ax, sub, "step", "clean_acc", label="clean", marker=".")
         mean_band(ax, sub, "step", "feature_acc", label="δ_p = −ε v_y", marker=".")
         p = sub[sub["pgd_acc"].notna()]
         if not p.empty:
             mean_band(ax, p, "step", "pgd_acc", label="l_inf PGD", marker="s")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title(label)
-        ax.set_xlabel("step")
-        ax.legend()
-    axes[0][0].set_ylabel("test accuracy")
-    save(fig, ctx.figdir / "accuracy.png")
+
+    _panels_per_regime(evals, draw, "test accuracy", ctx.figdir / "accuracy.png")
     return [Figure("figures/accuracy.png", "Clean and robust accuracy during training",
                    "Held-out accuracy clean, under the theory's feature-direction attack and under "
                    "l_inf PGD (at the end, or every pgd_eval_every steps).")]
