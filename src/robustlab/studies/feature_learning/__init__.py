@@ -89,6 +89,7 @@ from .presets import (
     MECHANISM_GRID,
     PAPER_BASE,
     PAPER_GRID,
+    PAPER_MNIST_GRID,
     QUICK_GRID,
     SOURCE,
     FeatureLearningConfig,
@@ -115,6 +116,10 @@ STUDY = Study(
         "mechanism": Preset({}, MECHANISM_GRID, n_seeds=3,
                             description="one-step adversarial training at quick scale over the theorem's knobs "
                                         "(ε × m grid; σ₀, P, q, training length one at a time), judged inside span{v}"),
+        "paper-mnist": Preset(PAPER_BASE, PAPER_MNIST_GRID, n_seeds=5,
+                              description="A6 on the full MNIST (60,000 training images), the paper preset's "
+                                          "mnist5k protocol: needs --data-dir, a folder holding mnist.pkl.gz "
+                                          "or torchvision's MNIST files"),
         # one experiment of the paper preset each (a slice fits a ~15 min budget on 2 cores)
         **{f"paper-{e}": Preset(PAPER_BASE, [b for b in PAPER_GRID if b["experiment"] == [e]], n_seeds=5,
                                 description=f"the paper preset's experiment={e} only")

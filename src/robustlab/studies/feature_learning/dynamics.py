@@ -147,11 +147,16 @@ def _a3_evidence(fin: pd.DataFrame, kept_b: pd.DataFrame) -> dict:
             "saturation_steps_T0": [f(c) for c in sub.get("saturation_step", [])],
             "clip_frac_v_before_cross": [f(c) for c in sub.get("clip_frac_v_before_cross", [])],
             "clip_frac_v_max": [f(c) for c in sub.get("clip_frac_v_max", [])],
+            "median_move_v_over_beta_late": [f(c) for c in (sub["move_v_median_late"] / sub["beta"])]
+            if "move_v_median_late" in sub.columns else [],
             "A_minus_B": [f(c) for c in sub["A_minus_B"]]}
     ev = {"by_eta_tilde": by_eta, "regime_counts": fin["regime"].value_counts().to_dict(),
           "cutoffs": {"active_min": ACTIVE_MIN, "saturated": SATURATED, "diverged": DIVERGED,
                       "decades_min": DECADES_MIN},
           "largest_clipped_fraction_before_crossing": f(fin.get("clip_frac_v_before_cross", pd.Series([np.nan])).max())}
+    mech = _saturation_mechanism(fin)
+    if mech:
+        ev["why_unsaturated"] = mech
     unsat = fin[(fin["regime"] == "unsaturated") & fin["cross_step"].notna()]
     if unsat["eta_tilde"].nunique() >= 2 and len(unsat) >= 3:  # outside the law's trigger: reported only
         ev["slope_unsaturated_not_judged"] = est(stats.slope_estimate(unsat["eta_tilde"], unsat["cross_step"],
@@ -165,6 +170,27 @@ def _a3_evidence(fin: pd.DataFrame, kept_b: pd.DataFrame) -> dict:
                 ev["slope_T0"] = est(stats.slope_estimate(ok["eta_tilde"], ok["saturation_step"], log_x=True,
                                                           log_y=True))
     return ev
+
+
+def _saturation_mechanism(fin: pd.DataFrame) -> dict | None:
+    """Why runs do not saturate, measured: over the active runs that stayed in the small-weight
+    regime, where the median one-step move along v_y settles (as a multiple of β and of ε)
+    against η̃. The clip takes the half of the patches only if that median reaches ε; a median
+    that settles at the same multiple of β whatever η̃ means a larger step buys a smaller B, not
+    a larger move (``scripts/a3_saturation.py`` measures it over three decades of η̃ and ε)."""
+    if "move_v_median_late" not in fin.columns:
+        return None
+    kept = fin[(fin["regime"] == "unsaturated") & fin["move_v_median_late"].notna()]
+    if kept.empty:
+        return None
+    by_eta = {f"{eta:g}": {"median_move_over_beta": f(float((g["move_v_median_late"] / g["beta"]).median())),
+                           "median_move_over_eps": f(float((g["move_v_median_late"] / g["eps"]).median())),
+                           "runs": int(len(g))}
+              for eta, g in kept.groupby("eta_tilde")}
+    ratio = kept["move_v_median_late"] / kept["eps"]
+    return {"by_eta_tilde": by_eta, "largest_median_move_over_eps": f(float(ratio.max())),
+            "reading": "the clip at ε takes half the patches only when the median move reaches ε (ratio 1); "
+                       "a ratio that stays put as η̃ grows means the weights settle where the move is the same"}
 
 
 # ----------------------------------------------------------------------------------------

@@ -110,11 +110,14 @@ def _per_member(ok: torch.Tensor, E: int) -> torch.Tensor:
 def _clip_probe(model: PatchCNN, features, train, spec: FeatureTrainSpec):
     """A probe hook recording, per member, the fraction of clipped coordinates of the one-step
     perturbation ``clip_ε(η̃ ∇ₓℓ)`` at the training points: over all coordinates, and over the
-    coordinate that matters to the theory, ``⟨δ_p, v_y⟩`` on the non-robust patches."""
+    coordinate that matters to the theory, ``⟨δ_p, v_y⟩`` on the non-robust patches; and the
+    median over those patches of the unclipped move ``η̃ |⟨∇_{x_p} ℓ, v_y⟩|`` (whether the
+    typical patch reaches the clip at ε, which the tail alone can do)."""
     E = model.E
     steps: list[int] = []
     frac_all: list[torch.Tensor] = []
     frac_v: list[torch.Tensor] = []
+    move_v: list[torch.Tensor] = []
     v_y = torch.stack([features.v[e][train.y[e]] for e in range(E)]).to(train.x.dtype)  # (E, N, d)
     nr = train.nonrobust.to(train.x.dtype)  # (E, N, P)
 
@@ -125,9 +128,10 @@ def _clip_probe(model: PatchCNN, features, train, spec: FeatureTrainSpec):
         along = torch.einsum("enpd,end->enp", step, v_y).abs()  # (E, N, P)
         frac_all.append(step.abs_().ge_(spec.eps).mean(dim=(1, 2, 3)).cpu())  # in place: the buffer is ours
         frac_v.append((((along >= spec.eps).float() * nr).sum(dim=(1, 2)) / nr.sum(dim=(1, 2))).cpu())
+        move_v.append(torch.stack([along[e][nr[e] > 0].median() for e in range(E)]).cpu())
         steps.append(t)
 
-    return hook, steps, frac_all, frac_v
+    return hook, steps, frac_all, frac_v, move_v
 
 
 def _phase1_mean(steps: list[int], values: torch.Tensor, cross: float | None) -> float:
@@ -304,12 +308,15 @@ def _member_rows(e: int, base: FeatureLearningConfig, hist, clip, sweep: list[tu
 
 def _clip_rows(rows: list[dict], clip, e: int, cross: float | None) -> dict:
     """Append member ``e``'s clip-probe rows to ``rows``; its final row's ``clip_*`` columns."""
-    _, cs, fa, fv = clip
-    fa_e, fv_e = torch.stack(fa)[:, e], torch.stack(fv)[:, e]
+    _, cs, fa, fv, mv = clip
+    fa_e, fv_e, mv_e = torch.stack(fa)[:, e], torch.stack(fv)[:, e], torch.stack(mv)[:, e]
     for j, t in enumerate(cs):
-        rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j])})
+        rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j]),
+                     "move_v_median": float(mv_e[j])})
+    late = mv_e[-max(1, len(cs) // 3):]  # the last third of the probes: where the move has settled
     return {"clip_frac_phase1": _phase1_mean(cs, fa_e, cross), "clip_frac_v_phase1": _phase1_mean(cs, fv_e, cross),
-            "clip_frac_v_max": float(fv_e.max()), **_saturation(cs, fv_e, cross)}
+            "clip_frac_v_max": float(fv_e.max()), "move_v_median_late": float(late.double().mean()),
+            **_saturation(cs, fv_e, cross)}
 
 
 def _hand_set(E: int, base: FeatureLearningConfig, features, dev: torch.device) -> PatchCNN:
