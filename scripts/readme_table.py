@@ -8,8 +8,9 @@ quick preset). ``--paper``: reproduce or run directories of a paper preset or on
 (``paper-depth``, ...), repeatable. For each claim (kind "claim": what "N of M reproduced"
 counts) the table gives its quick verdict and its paper verdict with effect [interval]; a paper
 verdict comes from the full ``paper`` preset where one was given, otherwise from a slice that
-measured the claim (a slice's "not measured in this run" does not count), otherwise the cell
-says "no paper run". A line per study under the table gives its self-checks. The table
+measured the claim (a slice's "not measured in this run" does not count; where several slices
+measured it and their verdicts differ, each is shown with its slice's name, never one chosen),
+otherwise the cell says "no paper run". A line per study under the table gives its self-checks. The table
 replaces the block between ``<!-- results:start -->`` and ``<!-- results:end -->``.
 """
 
@@ -66,14 +67,20 @@ def _measured(c: dict) -> bool:
     return not (c.get("verdict") == "not applicable" and "not measured" in (c.get("reason") or ""))
 
 
-def paper_claim(paper: list[tuple[str, str, list[dict]]], study: str, cid: str) -> dict | None:
-    full = [cs for s, preset, cs in paper if s == study and preset == "paper"]
-    slices = [cs for s, preset, cs in paper if s == study and preset != "paper"]
-    for cs in full + slices:
-        for c in cs:
-            if c["id"] == cid and (_measured(c) or cs in full):
-                return c
-    return None
+def paper_claims(paper: list[tuple[str, str, list[dict]]], study: str, cid: str) -> list[tuple[str, dict]]:
+    """(preset, claim) of the paper verdict: the full preset's, else every slice that measured it."""
+    for preset, cs in [(p, cs) for s, p, cs in paper if s == study and p == "paper"]:
+        return [(preset, c) for c in cs if c["id"] == cid][:1]
+    return [(p, c) for s, p, cs in paper if s == study and p != "paper" for c in cs if c["id"] == cid and _measured(c)]
+
+
+def paper_cell(found: list[tuple[str, dict]]) -> str:
+    """One verdict where the runs agree; each slice's, named, where they do not."""
+    if len({c.get("verdict") for _, c in found}) <= 1:
+        return cell(found[0][1] if found else None)
+    na = [preset for preset, c in found if c.get("verdict") == "not applicable"]
+    parts = [f"{cell(c)} (`{preset}`)" for preset, c in found if c.get("verdict") != "not applicable"]
+    return "; ".join(parts + ([f"not applicable in {', '.join(f'`{p}`' for p in na)}"] if na else []))
 
 
 def table(quick: list[tuple[str, str, list[dict]]], paper: list[tuple[str, str, list[dict]]]) -> str:
@@ -87,7 +94,7 @@ def table(quick: list[tuple[str, str, list[dict]]], paper: list[tuple[str, str, 
                 continue
             n += 1
             n_rep += c.get("verdict") == "reproduced"
-            rows.append(f"| {study} | `{c['id']}` | {cell(c)} | {cell(paper_claim(paper, study, c['id']))} |")
+            rows.append(f"| {study} | `{c['id']}` | {cell(c)} | {paper_cell(paper_claims(paper, study, c['id']))} |")
         checks = [c for c in claims if kind(c) == "self-check"]
         if checks:
             held = sum(c.get("verdict") == "reproduced" for c in checks)

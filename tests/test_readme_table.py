@@ -41,3 +41,17 @@ def test_table_from_a_quick_reproduce_and_paper_slices(tmp_path):
     assert "`ball`" not in text and "`open`" not in text and "lazy-attack 1/1" in text  # self-checks apart
     assert readme_table.main(["--quick", str(quick), "--paper", str(sl), "--readme", str(readme), "--check"]) == 0
     assert readme_table.main(["--quick", str(quick), "--readme", str(readme), "--check"]) == 1
+
+
+def test_slices_that_disagree_are_each_shown_with_their_name(tmp_path):
+    quick = _run(tmp_path / "quick", "wdi", "quick", [_c("peak", "reproduced"), _c("kappa", "reproduced")])
+    a = _run(tmp_path / "a", "wdi", "paper-width-n", [_c("peak", "not applicable", effect=None, reason="premises"),
+                                                     _c("kappa", "not applicable", effect=None,
+                                                        reason="not measured in this run: needs ...")])
+    b = _run(tmp_path / "b", "wdi", "paper-width", [_c("peak", "inconclusive", effect=-0.8, interval=(-1.4, 0.3))])
+    c = _run(tmp_path / "c", "wdi", "paper-kappa", [_c("kappa", "contradicted", effect=0.33, interval=(0.32, 0.34))])
+    text = readme_table.table(readme_table.load([quick]), readme_table.load([a, b, c]))
+    assert "| wdi | `peak` | reproduced 0.5 [0.4, 0.6] | inconclusive -0.8 [-1.4, 0.3] (`paper-width`); " \
+           "not applicable in `paper-width-n` |" in text  # both measured it: neither is chosen
+    assert "| wdi | `kappa` | reproduced 0.5 [0.4, 0.6] | contradicted 0.33 [0.32, 0.34] |" in text  # one measured it
+
