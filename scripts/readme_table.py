@@ -69,8 +69,9 @@ def _measured(c: dict) -> bool:
 
 def paper_claims(paper: list[tuple[str, str, list[dict]]], study: str, cid: str) -> list[tuple[str, dict]]:
     """(preset, claim) of the paper verdict: the full preset's, else every slice that measured it."""
-    for preset, cs in [(p, cs) for s, p, cs in paper if s == study and p == "paper"]:
-        return [(preset, c) for c in cs if c["id"] == cid][:1]
+    full = next((cs for s, p, cs in paper if s == study and p == "paper"), None)
+    if full is not None:
+        return [("paper", c) for c in full if c["id"] == cid][:1]
     return [(p, c) for s, p, cs in paper if s == study and p != "paper" for c in cs if c["id"] == cid and _measured(c)]
 
 

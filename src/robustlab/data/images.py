@@ -14,7 +14,10 @@ without torchvision from one file, ``mnist.pkl.gz`` in ``data_dir`` (the classic
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import gzip
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -136,43 +139,29 @@ def _csv_images(path: str | Path, *, side: int, top: float, name: str) -> ImageD
 MNIST_PICKLE = "mnist.pkl.gz"
 
 
-class _ArraysOnly:
+class _ArraysOnly(pickle.Unpickler):
     """An unpickler for :data:`MNIST_PICKLE` that rebuilds numpy arrays and nothing else: a
     pickle can name any callable, and this file comes from the user's disk."""
 
-    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-               ("numpy", "ndarray"), ("numpy", "dtype"),
-               ("_codecs", "encode")}  # how a protocol-2 pickle written by Python 3 stores the array bytes
+    _RECONSTRUCT = np.zeros(0).__reduce__()[0]  # numpy's own, wherever this numpy keeps it
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
+               ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
+               ("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+               ("_codecs", "encode"): codecs.encode}  # how Python 3's protocol 2 stores array bytes
 
-    @classmethod
-    def load(cls, fh):
-        import pickle
-
-        class Unpickler(pickle.Unpickler):
-            def find_class(self, module: str, name: str):
-                if (module, name) not in cls.ALLOWED:
-                    raise pickle.UnpicklingError(f"{module}.{name} is not an array part")
-                if module == "numpy":
-                    return getattr(np, name)
-                if module == "_codecs":
-                    import codecs
-
-                    return codecs.encode
-                return np.zeros(0).__reduce__()[0]  # numpy's own _reconstruct, wherever this numpy keeps it
-
-        return Unpickler(fh, encoding="latin1").load()
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not an array part")
+        return self.ALLOWED[module, name]
 
 
 def _mnist_pickle(path: Path) -> ImageData:
     """The full MNIST from :data:`MNIST_PICKLE`: training + validation parts as the 60,000
     training images, test as the 10,000 test images; pixels rescaled from k/256 to k/255, the
     values torchvision's MNIST gives."""
-    import gzip
-    import pickle
-
     try:
         with gzip.open(path, "rb") as fh:
-            (xtr, ytr), (xva, yva), (xte, yte) = _ArraysOnly.load(fh)
+            (xtr, ytr), (xva, yva), (xte, yte) = _ArraysOnly(fh, encoding="latin1").load()
     except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError) as exc:
         raise UserError(f"data_dir={str(path.parent)!r} is not allowed: {path.name} is not the MNIST pickle "
                         f"(three (images, labels) pairs): {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
