@@ -29,7 +29,7 @@ def _ctx():
 
 
 def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, noise=0.04, moved=None,
-          c0_power=1.0, sphere=True):
+          c0_power=1.0, sphere=True, x_exp=0.0):
     rows = []
     for d in DS:
         for s in range(seeds):
@@ -38,7 +38,8 @@ def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, n
             g2 = (0.5 * d ** grad_p + b) * j()
             f = 0.5 * (min(C0, 40) / 10) ** c0_power  # |f| grows with C0
             inv_eta = (0.5 * d ** eta_p + b) / f * j()
-            eta = 1 / inv_eta
+            x_norm = (d / DS[0]) ** x_exp  # raw pixels: ‖x‖ grows with d, |f| and η with it
+            eta = x_norm / inv_eta
             grad = math.sqrt(g2)
             delta = eta * grad
             r = C0 / math.sqrt(m)
@@ -47,7 +48,8 @@ def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, n
                 "dataset": "mnist5k", "sphere": sphere, "bias": not sphere, "size": int(math.isqrt(d)), "dim": None,
                 "m": m, "C0": C0, "R": None, "R_factor": None, "lr": 1.0, "epochs": 40, "seed": s, "d": d,
                 "test_acc": acc, "init_test_acc": 0.5, "offset_ratio": min(off / r, 0.9999), "max_offset": off,
-                "left_ball": True, "grad": grad, "eta": eta, "delta": delta, "delta_rel": delta,
+                "left_ball": True, "grad": grad, "eta": eta, "delta": delta, "delta_rel": delta / x_norm,
+                "x_norm": x_norm, "abs_f": f * x_norm,
                 "init_grad": math.sqrt(0.5 * d), "init_eta": 2 / d, "init_delta": 2 / d * math.sqrt(0.5 * d),
                 "init_delta_rel": 2 / d * math.sqrt(0.5 * d)})
     return rows
@@ -154,7 +156,23 @@ def test_every_builtin_claim_has_a_control_and_declared_premises():
 
 
 def test_raw_pixel_claims_use_the_raw_runs():
-    df = pd.concat([_df(), _df(sphere=False, eta_p=0.5, b_scale=0.002)])
+    # ‖x‖ ∝ d^0.63 as MNIST's pixels over sizes 5…28, |f| ∝ ‖x‖, ‖∇ₓf‖² = d/2 + b: the theorem's η ∝ ‖x‖/d
+    df = pd.concat([_df(), _df(sphere=False, x_exp=0.63, b_scale=0.2)])  # b ~ d/2 at small d, as measured
     got = _by_id(df)
-    assert -0.7 < got["raw-eta-scaling"].decision.effect < -0.3  # the raw theory: η ∝ ‖x‖/d ∝ d^-1/2
+    raw = got["raw-eta-scaling"]
+    assert raw.decision.effect == pytest.approx(-1.0, abs=0.1)  # judged on η/‖x‖
+    assert raw.decision.verdict == REPRODUCED
     assert got["eta-scaling"].decision.effect == pytest.approx(-1.0, abs=0.08)
+    rows = raw.evidence["eta_itself"]
+    assert rows and all(r["x_norm_exponent"] == pytest.approx(0.63, abs=0.01) for r in rows)
+    assert all(r["eta_exponent_implied"] == pytest.approx(0.63 + r["eta_rel_exponent"]) for r in rows)
+    # the superseded fit of 1/η = a·d^p + b is misspecified once |f| grows with d: it misses −0.37
+    assert all(abs(r["superseded_inv_eta_fit"]["exponent"] - (0.63 - 1.0)) > 0.2 for r in rows)
+
+
+def test_raw_eta_can_fail():
+    # η/‖x‖ ∝ d^-0.4 (a step that shrinks too slowly for a lazy network): contradicted
+    df = pd.concat([_df(), _df(sphere=False, x_exp=0.63, eta_p=0.4, b_scale=0.0)])
+    raw = _by_id(df)["raw-eta-scaling"]
+    assert raw.decision.verdict == CONTRADICTED
+    assert all(-0.55 < r["eta_rel_exponent"] < -0.25 for r in raw.evidence["eta_itself"])
