@@ -29,7 +29,7 @@ def _ctx():
 
 
 def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, noise=0.04, moved=None,
-          c0_power=1.0, sphere=True, x_exp=0.0):
+          c0_power=1.0, sphere=True, x_exp=0.0, init_scale=1.0, grad_gain=None):
     rows = []
     for d in DS:
         for s in range(seeds):
@@ -40,7 +40,8 @@ def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, n
             inv_eta = (0.5 * d ** eta_p + b) / f * j()
             x_norm = (d / DS[0]) ** x_exp  # raw pixels: ‖x‖ grows with d, |f| and η with it
             eta = x_norm / inv_eta
-            grad = math.sqrt(g2)
+            init_grad = init_scale * math.sqrt(0.5 * d)
+            grad = math.sqrt(g2) if grad_gain is None else grad_gain * init_grad
             delta = eta * grad
             r = C0 / math.sqrt(m)
             off = r * 0.99 if moved is None else moved / math.sqrt(m)
@@ -50,7 +51,7 @@ def _rows(*, m, C0, seeds, rng, grad_p=1.0, eta_p=1.0, b_scale=0.02, acc=0.98, n
                 "test_acc": acc, "init_test_acc": 0.5, "offset_ratio": min(off / r, 0.9999), "max_offset": off,
                 "left_ball": True, "grad": grad, "eta": eta, "delta": delta, "delta_rel": delta / x_norm,
                 "x_norm": x_norm, "abs_f": f * x_norm,
-                "init_grad": math.sqrt(0.5 * d), "init_eta": 2 / d, "init_delta": 2 / d * math.sqrt(0.5 * d),
+                "init_scale": init_scale, "init_grad": init_grad, "init_eta": 2 / d, "init_delta": 2 / d * math.sqrt(0.5 * d),
                 "init_delta_rel": 2 / d * math.sqrt(0.5 * d)})
     return rows
 
@@ -61,8 +62,8 @@ def _df(seeds=4, control=None, seed=0, **kw):
     for m, c0s in ((64, (10.0, 20.0, 40.0)), (256, (10.0,))):
         for c0 in c0s:
             rows += _rows(m=m, C0=c0, seeds=seeds, rng=rng, **kw)
-    # the non-lazy control: by default moved far (C0_used 200) with another d-dependence
-    ctl = {"grad_p": 1.6, "eta_p": 1.6, "moved": 200.0, **(control or {})}
+    # the rich-regime control: small init, a learned input gradient with another d-dependence
+    ctl = {"grad_p": 0.2, "eta_p": 0.2, "moved": 15.0, "init_scale": 0.01, **(control or {})}
     rows += _rows(m=64, C0=NON_LAZY_C0, seeds=seeds, rng=rng, **ctl)
     return pd.DataFrame(rows)
 
@@ -104,13 +105,27 @@ def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive():
         assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
 
 
-def test_a_control_that_stayed_lazy_is_excluded_not_counted():
-    """C0 = 1000 that never left a C0 = 20 ball removes no premise: its networks are excluded."""
-    got = _by_id(_df(control={"grad_p": 1.0, "eta_p": 1.0, "moved": 20.0}))
+def test_a_control_whose_gradient_is_still_the_initial_one_is_excluded_not_counted():
+    """A small-init network whose input gradient is under twice its initial one removes no premise
+    (its gradient is inherited, not learned): its networks are excluded."""
+    got = _by_id(_df(control={"grad_p": 1.0, "eta_p": 1.0, "grad_gain": 1.5}))
     c = got["grad-scaling"]
     assert c.control.verdict.verdict == NOT_APPLICABLE
     assert c.evidence["control_excluded"][0]["premise"] == "non-lazy"
     assert c.evidence["control_excluded"][0]["excluded"] == 4 * 5
+    assert c.evidence["control_grad_gain"] == [pytest.approx(1.5), pytest.approx(1.5)]
+
+
+def test_standard_init_c0_1000_is_neither_lazy_nor_the_control():
+    """SGD from the standard init with C0 = 1000 stays near its init (C0_used ~ 10-40): it is
+    not the rich-regime control, and not one of the lazy grid's C0 either."""
+    df = _df()
+    std = pd.DataFrame(_rows(m=64, C0=NON_LAZY_C0, seeds=4, rng=np.random.default_rng(5), grad_p=0.2))
+    got = _by_id(pd.concat([df, std]))
+    base = _by_id(df)
+    for cid in ("grad-scaling", "eta-scaling", "c0-more-robust", "lazy-generalise"):
+        assert got[cid].decision == base[cid].decision, cid
+    assert got["grad-scaling"].control.verdict == base["grad-scaling"].control.verdict
 
 
 def test_a_planted_under_trained_network_is_excluded_not_a_reason_for_na():

@@ -50,12 +50,16 @@ class TwoLayerReLU(nn.Module):
 
     @classmethod
     def init(cls, generators: Sequence[torch.Generator], *, m: int, d: int, bias: bool = True,
-             dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> TwoLayerReLU:
+             scale: float = 1.0, dtype: torch.dtype = torch.float32,
+             device: torch.device | str = "cpu") -> TwoLayerReLU:
         """Draw copy ``e`` from ``generators[e]`` alone, so a seed's network does not depend on
         which other seeds share its ensemble. ``w_s ~ N(0, I_d)``, ``a_s ~ U{±1}``,
-        ``b_s ~ N(0, 1)`` and ``c = ±1/√m`` when ``bias``."""
+        ``b_s ~ N(0, 1)`` and ``c = ±1/√m`` when ``bias``; ``scale`` multiplies the trained
+        layer (``w_s`` and ``b_s``) after the draw, so it changes no random number."""
         if m < 1 or d < 1:
             raise ValueError(f"need m >= 1 and d >= 1, got m={m}, d={d}")
+        if not scale > 0:
+            raise ValueError(f"need scale > 0, got {scale}")
         Ws, As, Bs, Cs = [], [], [], []
         for g in generators:
             Ws.append(torch.randn(m, d, generator=g, dtype=torch.float64))
@@ -65,8 +69,8 @@ class TwoLayerReLU(nn.Module):
                 Cs.append((torch.randint(0, 2, (), generator=g).to(torch.float64) * 2 - 1) / math.sqrt(m))
         # drawn in float64 on the CPU, so the same seed gives the same network in any dtype/device
         kw = {"dtype": dtype, "device": device}
-        return cls(torch.stack(Ws).to(**kw), torch.stack(As).to(**kw),
-                   torch.stack(Bs).to(**kw) if bias else None,
+        return cls((torch.stack(Ws) * scale).to(**kw), torch.stack(As).to(**kw),
+                   (torch.stack(Bs) * scale).to(**kw) if bias else None,
                    torch.stack(Cs).to(**kw) if bias else None)
 
     def select(self, idx: torch.Tensor) -> TwoLayerReLU:
