@@ -137,3 +137,14 @@ def test_lazy_attack_reads_torchvision_mnist_from_data_dir(tmp_path):
     (rows,) = run_points([cfg], "cpu")
     assert rows[0]["d"] == 36 and rows[0]["offset_ratio"] <= 1 + 1e-4
     assert rows[0]["x_norm"] == pytest.approx(1.0, abs=1e-5)  # sphere normalisation (default)
+
+
+def test_the_rich_regime_control_starts_with_a_small_input_gradient_and_learns_one():
+    """init_scale reaches the network run_points trains: ‖∇ₓf₀‖ scales by it exactly (bias-free),
+    and training makes the input gradient far larger than the initial one (the control's premise)."""
+    from robustlab.studies.lazy_attack import run_points
+
+    base = dict(dataset="digits", size=6, m=16, epochs=5, lr=1.0, bias=False, C0=1000.0, seed=0)
+    std, rich = (run_points([LazyAttackConfig(**base, init_scale=s)], "cpu")[0][0] for s in (1.0, 0.01))
+    assert rich["init_grad"] == pytest.approx(0.01 * std["init_grad"], rel=1e-4)
+    assert rich["grad"] >= 2 * rich["init_grad"]

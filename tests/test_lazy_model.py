@@ -54,6 +54,23 @@ def test_each_copy_depends_only_on_its_own_seed():
     assert not torch.equal(a.weight[0], a.weight[1])
 
 
+def test_init_scale_multiplies_the_trained_layer_and_draws_the_same_numbers():
+    """The rich-regime control: w_s and b_s scaled (their ball anchors too), a_s and c untouched,
+    so ‖∇ₓf₀‖ scales by the same factor on bias-free inputs."""
+    g = lambda: [make_generator(7, "t")]  # noqa: E731
+    a = TwoLayerReLU.init(g(), m=6, d=5, dtype=torch.float64)
+    b = TwoLayerReLU.init(g(), m=6, d=5, scale=0.01, dtype=torch.float64)
+    assert torch.allclose(b.weight, 0.01 * a.weight) and torch.allclose(b.bias, 0.01 * a.bias)
+    assert torch.equal(b.weight0, b.weight.detach()) and torch.allclose(b.bias0, 0.01 * a.bias0)
+    assert torch.equal(a.top, b.top) and torch.equal(a.top_bias, b.top_bias)
+    c = TwoLayerReLU.init(g(), m=6, d=5, bias=False, dtype=torch.float64)
+    e = TwoLayerReLU.init(g(), m=6, d=5, bias=False, scale=0.01, dtype=torch.float64)
+    x = torch.randn(1, 3, 5, dtype=torch.float64, generator=make_generator(1))
+    assert torch.allclose(e.input_grad(x), 0.01 * c.input_grad(x))
+    with pytest.raises(ValueError):
+        TwoLayerReLU.init(g(), m=6, d=5, scale=0.0)
+
+
 def test_wrong_input_shape_is_refused():
     model = _model(E=2, d=5)
     with pytest.raises(ValueError):
