@@ -128,6 +128,8 @@ def test_only_paper_claims_count_and_a_broken_self_check_fails():
     assert [c["id"] for c in html.paper_claims(claims)] == ["a"]
     assert [c["id"] for c in html.self_check_failures(claims)] == ["c"]
     assert html.self_check_line(claims) == "self-checks: 1/2 hold (not holding: c)"
+    undecided = Claim("e", "s", _rep(), {}, kind=cl.SELF_CHECK).to_dict() | {"verdict": "inconclusive"}
+    assert html.self_check_line(claims + [undecided]) == "self-checks: 1/3 hold (not holding: c; undecided: e)"
     assert html.control_text(claims[0]) == "control: c → contradicted ✓"
 
 

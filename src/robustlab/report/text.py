@@ -170,13 +170,17 @@ def self_check_failures(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def self_check_line(claims: list[dict[str, Any]]) -> str:
-    """``self-checks: 3/4 hold (broken: lazy-ball)``, or '' when there are none."""
+    """``self-checks: 2/4 hold (not holding: lazy-ball; undecided: mc-identity)``, or '' when there are
+    none. A self-check that is not holding (contradicted) fails the run; one the run could not decide
+    (its grid has no point it checks, or too few) is named apart, and does not."""
     checks = [c for c in claims if kind_of(c) == "self-check"]
     if not checks:
         return ""
     held = [c for c in checks if verdict_of(c) == "reproduced"]
-    bad = [c["id"] for c in checks if verdict_of(c) != "reproduced"]
-    return f"self-checks: {len(held)}/{len(checks)} hold" + (f" (not holding: {', '.join(bad)})" if bad else "")
+    bad = [c["id"] for c in checks if verdict_of(c) == "contradicted"]
+    open_ = [c["id"] for c in checks if verdict_of(c) not in ("reproduced", "contradicted")]
+    notes = ([f"not holding: {', '.join(bad)}"] if bad else []) + ([f"undecided: {', '.join(open_)}"] if open_ else [])
+    return f"self-checks: {len(held)}/{len(checks)} hold" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def control_text(claim: dict[str, Any]) -> str:
