@@ -185,6 +185,15 @@ def test_raw_pixel_claims_use_the_raw_runs():
     assert all(abs(r["superseded_inv_eta_fit"]["exponent"] - (0.63 - 1.0)) > 0.2 for r in rows)
 
 
+def test_rescaled_inputs_are_not_raw_runs():
+    from robustlab.studies.lazy_attack_claims import raw_runs
+
+    plain = raw_runs(_df(sphere=False))  # a frame from before the field: no input_scale column
+    assert len(plain) > 0 and "input_scale" not in plain.columns
+    df = pd.concat([_df(sphere=False), _df(sphere=False).assign(input_scale="unit-mean")])
+    assert len(raw_runs(df)) == len(plain)
+
+
 def test_raw_eta_can_fail():
     # η/‖x‖ ∝ d^-0.4 (a step that shrinks too slowly for a lazy network): contradicted
     df = pd.concat([_df(), _df(sphere=False, x_exp=0.63, eta_p=0.4, b_scale=0.0)])

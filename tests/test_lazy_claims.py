@@ -148,3 +148,30 @@ def test_the_rich_regime_control_starts_with_a_small_input_gradient_and_learns_o
     std, rich = (run_points([LazyAttackConfig(**base, init_scale=s)], "cpu")[0][0] for s in (1.0, 0.01))
     assert rich["init_grad"] == pytest.approx(0.01 * std["init_grad"], rel=1e-4)
     assert rich["grad"] >= 2 * rich["init_grad"]
+
+
+# ---------------------------------------------------------------------------------------
+# input_scale: raw pixels divided by their mean norm at each size
+
+def test_unit_mean_inputs_have_mean_norm_one_and_keep_the_spread():
+    from robustlab.studies._lazy_common import input_bounds, load_data
+
+    raw = load_data(LazyAttackConfig(dataset="digits", size=8, sphere=False))
+    cfg = LazyAttackConfig(dataset="digits", size=8, sphere=False, input_scale="unit-mean")
+    scaled = load_data(cfg)
+    c = raw.x_train.norm(dim=1).mean()
+    assert float(c) > 3  # raw 8x8 digits are far from unit norm
+    assert float(scaled.x_train.norm(dim=1).mean()) == pytest.approx(1.0, rel=1e-5)
+    # one constant for the training and the test inputs: the ratios between points are kept
+    assert np.allclose(scaled.x_train.numpy() * float(c), raw.x_train.numpy(), rtol=1e-5, atol=1e-6)
+    assert np.allclose(scaled.x_test.numpy() * float(c), raw.x_test.numpy(), rtol=1e-5, atol=1e-6)
+    assert input_bounds(cfg) == (0.0, math.inf)
+
+
+@pytest.mark.parametrize("kw", [{"sphere": True}, {"dataset": "sphere", "sphere": False}])
+def test_input_scale_is_refused_on_the_sphere(kw):
+    with pytest.raises(ConfigError) as err:
+        LazyAttackConfig(input_scale="unit-mean", **kw)
+    assert err.value.field == "input_scale"
+    with pytest.raises(ConfigError):
+        LazyAttackConfig(input_scale="unit", sphere=False)

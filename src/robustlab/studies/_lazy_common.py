@@ -68,6 +68,9 @@ class LazyConfig(Config):
     dim: int | None = param(None, "input dimension of the sphere data (default size²)", ge=2)
     allow_upsample: bool = param(False, "allow size larger than the source images")
     sphere: bool = param(True, "normalise every input to the unit sphere ‖x‖ = 1 (the theorem's setting)")
+    input_scale: str = param("none", "image data off the sphere: 'unit-mean' divides every input by the "
+                                     "mean norm of the training inputs at its size (the spread of the norms "
+                                     "kept, their growth with d removed)", choices=("none", "unit-mean"))
     data_dir: str | None = param(None, "folder with the torchvision MNIST files (dataset=mnist)")
     max_train: int | None = param(None, "use at most this many training points", ge=2)
     max_test: int | None = param(None, "use at most this many test points", ge=1)
@@ -86,6 +89,9 @@ class LazyConfig(Config):
     def check(self) -> None:
         if self.R is not None and self.R_factor is not None:
             raise ConfigError("R_factor", self.R_factor, "unset when R is set (one radius per point)")
+        if self.input_scale != "none" and (self.sphere or self.dataset == "sphere"):
+            raise ConfigError("input_scale", self.input_scale,
+                              "none when sphere=true or dataset=sphere (those inputs have unit norm already)")
         if self.dataset == "sphere":
             return
         src, present = SOURCES[self.dataset]
@@ -128,8 +134,11 @@ def radius_of(cfg: LazyConfig) -> float:
 
 
 def input_bounds(cfg: LazyConfig) -> tuple[float, float]:
-    """The box attacks clip to: pixels live in [0, 1] (sphere-normalised pixels too)."""
-    return SPHERE_BOUNDS if cfg.dataset == "sphere" else (0.0, 1.0)
+    """The box attacks clip to: pixels live in [0, 1] (sphere-normalised pixels too); pixels
+    divided by their mean norm (``input_scale='unit-mean'``) only in [0, ∞)."""
+    if cfg.dataset == "sphere":
+        return SPHERE_BOUNDS
+    return (0.0, math.inf) if cfg.input_scale == "unit-mean" else (0.0, 1.0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -141,7 +150,7 @@ def _source(name: str, classes: tuple[int, ...], data_dir: str | None) -> Split:
 
 @functools.lru_cache(maxsize=32)
 def _prepared(cfg_key: tuple) -> Split:
-    (dataset, classes, size, dim, sphere, data_dir, max_train, max_test, tw, tm) = cfg_key
+    (dataset, classes, size, dim, sphere, data_dir, max_train, max_test, tw, tm, scale) = cfg_key
     if dataset == "sphere":
         n_tr = max_train or 1000
         n_te = max_test or 500
@@ -166,14 +175,17 @@ def _prepared(cfg_key: tuple) -> Split:
 
     tr = subset(len(src.y_train), max_train, "train")
     te = subset(len(src.y_test), max_test, "test")
-    return Split(prep(src.x_train[tr]), src.y_train[tr], prep(src.x_test[te]), src.y_test[te],
-                 src.classes, True)
+    x_train, x_test = prep(src.x_train[tr]), prep(src.x_test[te])
+    if scale == "unit-mean":  # one constant per size, from the training inputs: test inputs share it
+        c = x_train.norm(dim=1).mean().clamp_min(1e-12)
+        x_train, x_test = x_train / c, x_test / c
+    return Split(x_train, src.y_train[tr], x_test, src.y_test[te], src.classes, True)
 
 
 def load_data(cfg: LazyConfig) -> Split:
     """Flat inputs ``(N, d)`` with ±1 labels for ``cfg`` (shared by every seed of a point)."""
     key = (cfg.dataset, tuple(cfg.classes), cfg.size, cfg.dim, cfg.sphere, cfg.data_dir,
-           cfg.max_train, cfg.max_test, cfg.teacher_width, cfg.teacher_margin)
+           cfg.max_train, cfg.max_test, cfg.teacher_width, cfg.teacher_margin, cfg.input_scale)
     return _prepared(key)
 
 

@@ -114,7 +114,10 @@ def theory_runs(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def raw_runs(df: pd.DataFrame) -> pd.DataFrame:
-    return df[(~df["sphere"].astype(bool)) & (df["dataset"] != "sphere")]
+    """Runs on raw pixels (the authors' setting); inputs rescaled by ``input_scale`` are neither."""
+    scaled = (df["input_scale"].fillna("none") != "none") if "input_scale" in df.columns \
+        else pd.Series(False, index=df.index)
+    return df[(~df["sphere"].astype(bool)) & (df["dataset"] != "sphere") & ~scaled]
 
 
 def _init_scale(df: pd.DataFrame) -> pd.Series:
