@@ -531,6 +531,26 @@ def test_weights_order_the_groups_by_their_work(tmp_path):
     assert _work(dataclasses.replace(img, max_train=800)) < _work(img)
 
 
+def test_dry_run_probes_an_image_point_with_its_own_mix_of_work(tmp_path):
+    # Study.probe: an image point on fewer images, the test share kept, so that the work of
+    # training, evaluation and the Ilyas test grows in step with the images (_work linear in
+    # them): the difference of two probes is the point's own mix. Other experiments: not probed.
+    from robustlab.studies.feature_learning.run import _work, probe_point
+
+    (tmp_path / "mnist.pkl.gz").touch()
+    pts = plan(STUDY, preset="paper-mnist", sets={"data_dir": str(tmp_path)}).points
+    for p in pts:
+        a, b, c = (probe_point(p, s) for s in (8, 16, 32))
+        assert (a.max_train, b.max_train, c.max_train) == (8 * 32, 16 * 32, 32 * 32)
+        assert (a.max_test, b.max_test) == (math.ceil(256 / 6), math.ceil(512 / 6))  # 10,000 / 60,000 of them
+        assert (a.epochs, a.method, a.ilyas_mirror, a.data_dir) == (p.epochs, p.method, p.ilyas_mirror, p.data_dir)
+        assert _work(c) - _work(b) == pytest.approx(2 * (_work(b) - _work(a)), rel=0.01)  # linear in the images
+        assert _work(p) > 50 * _work(c)  # 60,000 images against 1,024
+    quick_img = [p for p in plan(STUDY, preset="quick").points if p.experiment == "images" and p.dataset == "mnist5k"]
+    assert probe_point(quick_img[0], 10_000).max_train == 800  # never more than the point's own images
+    assert probe_point(dataclasses.replace(quick_img[0], experiment="main"), 8) is None
+
+
 def test_a2e_maps_the_region_robust_inside_span_v():
     from robustlab.studies.feature_learning.claims import claim_a2e
 

@@ -64,6 +64,42 @@ def test_nonrobust_dataset_stays_in_the_ball_and_box(digits):
     assert torch.equal(x2, x_adv) and torch.equal(t2, t)
 
 
+class _Widest(torch.nn.Module):
+    """A SmallCNN that records the most images one forward pass saw."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.E, self.k, self.most = model, model.E, model.k, 0
+
+    def forward(self, x):
+        self.most = max(self.most, x.shape[0] * x.shape[1])
+        return self.model(x)
+
+
+def test_image_passes_take_a_chunk_at_a_time_with_the_same_numbers(digits, monkeypatch):
+    # the full MNIST's 10,000 / 50,000 images × 5 members in one pass held 13.4 GB: both passes
+    # go a chunk at a time; the result is the unchunked one (the draws and steps are per image)
+    import robustlab.train.images as im
+    from robustlab.attacks import PGD, Linf
+    from robustlab.train.images import evaluate_images
+
+    model = _Widest(SmallCNN(2, 1, 10, width=4, generators=[make_generator(s, "c") for s in range(2)]))
+    x, y = digits.x_train[:90], digits.y_train[:90]
+    pgd = PGD(Linf(0.1), steps=3, step_size=0.04, random_start=False)  # deterministic: comparable across chunks
+    whole = nonrobust_dataset(model, x, y, 10, eps=0.1, steps=3, step_size=0.05, generator=make_generator(0, "t"))
+    ev_whole = evaluate_images(model, x, y, pgd)
+    assert model.most == 2 * 90
+    monkeypatch.setattr(im, "IMAGE_CHUNK", 32)  # 90 images: chunks of 32, 32, 26
+    model.most = 0
+    parts = nonrobust_dataset(model, x, y, 10, eps=0.1, steps=3, step_size=0.05, generator=make_generator(0, "t"))
+    ev_parts = evaluate_images(model, x, y, pgd)
+    assert model.most == 2 * 32
+    assert torch.equal(parts[1], whole[1])  # the targets: one draw for all images, as before
+    assert torch.allclose(parts[0], whole[0], atol=1e-6) and torch.allclose(parts[2], whole[2])
+    assert torch.equal(ev_parts[0], ev_whole[0]) and torch.allclose(ev_parts[1], ev_whole[1])
+    assert (ev_whole[1] <= ev_whole[0]).all() and (ev_whole[0] > 0).all()
+
+
 def test_targeted_steps_move_towards_the_target(digits):
     model = SmallCNN(1, 1, 10, width=4, generators=[make_generator(0, "c")])
     x, y = digits.x_train[:64], digits.y_train[:64]

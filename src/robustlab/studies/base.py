@@ -189,8 +189,10 @@ class Study:
     # counted by ``cost`` too. ``--dry-run`` times it at two lengths in place of a group too
     # costly to run whole, which gives this machine's time per FLOP at the shapes of the
     # run's costliest groups (the cheaper groups' small products run far slower); None:
-    # those groups take the cheaper ones' time per FLOP
-    probe: Callable[[Config, int], Config] | None = None
+    # those groups take the cheaper ones' time per FLOP. With ``weight`` instead: a smaller
+    # point whose ``weight`` counts it, with the same mix of work per unit of weight; a
+    # probe may return None for a point it does not cut short (that group runs whole)
+    probe: Callable[[Config, int], Config | None] | None = None
     # where the study comes from, set by the loader (see studies/external.py); None: built-in
     origin: Mapping[str, Any] | None = dataclasses.field(default=None, compare=False)
     # the claims it checks, declared before any run (kind, premises by name, control setting),

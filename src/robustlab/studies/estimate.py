@@ -64,7 +64,10 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
       lazy-adversarial, lazy-attack), where groups spread over the grid were 1.3–5.8×: a
       grid's order puts like groups side by side, and three picks can all land on costly
       ones; run for real, 0.79×, 0.83× and 1.91×. It stays rough where a weight cannot see the
-      cost (epochs that stop early).
+      cost (epochs that stop early). Where the study also probes a point (``Study.probe``,
+      its probes counted by ``weight``), a group too long to run whole is timed through its
+      probes (:func:`_time_weighed`): feature-learning's image groups, which on the full
+      MNIST take hours each.
     * With neither, the groups are spread evenly over the grid, and the estimate is their
       mean time × the number of groups / the workers that run at once. It is rough where
       the cost of a point varies along the grid (sizes, widths, epochs that stop early).
@@ -92,20 +95,29 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     heavy_part: _CostlyHalf | None = None
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp:
         timer = _Timer(study, options, Path(tmp), say)
-        seconds = sum(timer(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")  # one at a time, each said
-                      for i, g in enumerate(picked, 1))
+        if costs is None and weights is not None and study.probe is not None:  # a group may be probed
+            times, probed, spent = _time_weighed(study, picked, [weights[i] for i in picked_i], timer)
+            seconds = sum(times)
+        else:
+            times = [timer(g, f"sampled group {i}/{len(picked)} ({len(g)} points)")  # one at a time, each said
+                     for i, g in enumerate(picked, 1)]
+            seconds = spent = sum(times)
+            probed = [False] * len(picked)
         if heavy and device.type != "cuda":
             heavy_part = _time_costly_half(study, groups, costs, heavy, seconds / sampled, timer)
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
-    out.update(sampled_groups=len(picked), sampled_points=sum(len(g) for g in picked), sample_seconds=seconds,
-               sample_failed=timer.failed, parallel=parallel)
+    out.update(sampled_groups=probed.count(False), sampled_points=sum(len(g) for g, p in zip(picked, probed) if not p),
+               sample_seconds=spent, sample_failed=timer.failed, parallel=parallel, probed_groups=probed.count(True))
     if costs is None:
         sampled_weight = sum(weights[i] for i in picked_i) if weights is not None else 0.0
         if sampled_weight > 0:
-            out["estimate_seconds"] = seconds / sampled_weight * sum(weights) / parallel
+            guess = seconds / sampled_weight * sum(weights) / parallel
         else:
-            out["estimate_seconds"] = seconds / len(picked) * len(groups) / parallel
+            guess = seconds / len(picked) * len(groups) / parallel
+        # a group runs on one worker: the run takes at least its longest sampled group (the
+        # full MNIST's two image groups on 2 workers: the PGD one's time, not their mean)
+        out["estimate_seconds"] = max(guess, max(times))
         return out
     _scale_by_flops(out, options, device, costs, heavy, heavy_part, seconds, sampled, len(picked))
     return out
@@ -236,13 +248,6 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     :data:`PROBE_RESOLVED` of the shorter probe's time, the setup's noise could swamp it: one
     more probe, twice as long as the longer, runs and pairs with it (at most
     :data:`PROBE_ROUNDS` pairs), so each round costs one probe, not two."""
-    def probes(i: int, steps: int) -> tuple[list[Config], float] | None:
-        points = [study.probe(c, steps) for c in groups[i]]
-        f = [study.cost(c) for c in points]
-        if not all(v is not None and math.isfinite(v) and v > 0 for v in f):
-            return None
-        return points, float(sum(f))
-
     # the group where the costlier half's cumulative FLOPs pass half their sum: the middle
     # of its FLOPs, not of its groups (a paper grid's FLOPs sit in its last few groups)
     cum = list(itertools.accumulate(costs[i] for i in heavy))
@@ -253,8 +258,8 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     if len(whole) < len(picks):
         if study.probe is None or study.cost is None:
             return None
-        first = {i: (probes(i, PROBE_STEPS), probes(i, 2 * PROBE_STEPS)) for i in picks if i not in whole}
-        if not all(a is not None and b is not None and b[1] > a[1] for a, b in first.values()):
+        first = {i: _probe_pair(study, groups[i], study.cost) for i in picks if i not in whole}
+        if not all(v is not None for v in first.values()):
             return None
     seconds = flops_ = spent = t = 0.0
     for n, i in enumerate(picks, 1):
@@ -263,25 +268,88 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
             t = timed(groups[i], what + ", whole)")
             spent += t
         else:
-            spent += timed([study.probe(groups[i][0], 1)], what + ", a warm-up: one point's probe at 1 step)")
-            steps, (short, long_) = PROBE_STEPS, first[i]
-            t1, t2 = timed(short[0], what + f", its probe of {steps} steps)"), 0.0
-            spent += t1
-            for round_ in range(PROBE_ROUNDS):
-                if round_:  # the last pair's longer probe, against one twice as long
-                    nxt = probes(i, 2 * steps)
-                    if nxt is None or not nxt[1] > long_[1]:
-                        break  # a probe the study cannot count: keep the last pair's time
-                    short, long_, t1 = long_, nxt, t2
-                t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
-                spent += t2
-                warm = max(0.0, t2 - t1) / (long_[1] - short[1])
-                t = max(0.0, t1 - warm * short[1]) + warm * costs[i]
-                if t2 - t1 >= PROBE_RESOLVED * t1:
-                    break
-                steps *= 2
+            t, took = _probed(study, groups[i], costs[i], first[i], study.cost, timed, what)
+            spent += took
         seconds += t
         flops_ += costs[i]
     # the picks run in order of cost: the last is the costliest group, `t` its time
     return _CostlyHalf(seconds, t, flops_, spent, len(whole), sum(len(groups[i]) for i in whole),
                        len(picks) - len(whole))
+
+
+_Probe = tuple[list[Config], float]  # a group's probes at one length, and their measure
+
+
+def _probes(study: Study, group: list[Config], steps: int, measure: Callable[[Config], float | None]) -> _Probe | None:
+    """The group's probes at ``steps`` and their summed ``measure`` (the study's ``cost`` or
+    ``weight``); None where the study declines to probe a point or cannot count a probe."""
+    points = [study.probe(c, steps) for c in group]
+    if any(c is None for c in points):
+        return None
+    f = [measure(c) for c in points]
+    if not all(v is not None and math.isfinite(v) and v > 0 for v in f):
+        return None
+    return points, float(sum(f))
+
+
+def _probe_pair(study: Study, group: list[Config], measure: Callable[[Config], float | None]
+                ) -> tuple[_Probe, _Probe] | None:
+    """The group's first pair of probes (:data:`PROBE_STEPS` and twice as many), or None
+    where either cannot be counted or the longer does not measure more."""
+    a, b = (_probes(study, group, s, measure) for s in (PROBE_STEPS, 2 * PROBE_STEPS))
+    return (a, b) if a is not None and b is not None and b[1] > a[1] else None
+
+
+def _probed(study: Study, group: list[Config], size: float, first: tuple[_Probe, _Probe],
+            measure: Callable[[Config], float | None], timed: Callable[[list[Config], str], float],
+            what: str) -> tuple[float, float]:
+    """A group's time from its probes (see :func:`_time_costly_half`): the setup plus ``size``
+    (its measure) at the warm rate, and the seconds the probes took."""
+    spent = timed([study.probe(group[0], 1)], what + ", a warm-up: one point's probe at 1 step)")
+    steps, (short, long_) = PROBE_STEPS, first
+    t1, t2 = timed(short[0], what + f", its probe of {steps} steps)"), 0.0
+    spent += t1
+    t = t1
+    for round_ in range(PROBE_ROUNDS):
+        if round_:  # the last pair's longer probe, against one twice as long
+            nxt = _probes(study, group, 2 * steps, measure)
+            if nxt is None or not nxt[1] > long_[1]:
+                break  # a probe the study cannot count: keep the last pair's time
+            short, long_, t1 = long_, nxt, t2
+        t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
+        spent += t2
+        warm = max(0.0, t2 - t1) / (long_[1] - short[1])
+        t = max(0.0, t1 - warm * short[1]) + warm * size
+        if t2 - t1 >= PROBE_RESOLVED * t1:
+            break
+        steps *= 2
+    return t, spent
+
+
+def _time_weighed(study: Study, picked: list[list[Config]], weights: list[float],
+                  timed: Callable[[list[Config], str], float]) -> tuple[list[float], list[bool], float]:
+    """The picked groups' times (in order of weight, lightest first), each run whole or, where
+    the study probes it (:attr:`Study.probe`, counted by its ``weight``) and it would take
+    more than :data:`WHOLE_SAMPLE_SECONDS`, as its probes' setup plus its weight at their warm
+    rate (the full MNIST's image groups take hours each, their probes seconds). A group's
+    expected time: the last whole group's seconds per unit of weight (an upper bound for
+    heavier groups, whose work runs at larger shapes), or, before any, its probes'; a group
+    whose probes say it is quick runs whole after them. Returns each group's time, whether
+    it was probed, and the seconds the timing took."""
+    times, probed, spent, rate = [], [], 0.0, None
+    for n, (g, w) in enumerate(zip(picked, weights), 1):
+        what = f"sampled group {n}/{len(picked)} ({len(g)} points"
+        first = _probe_pair(study, g, study.weight) if study.probe is not None and study.weight is not None else None
+        if first is not None and (rate is None or rate * w > WHOLE_SAMPLE_SECONDS):
+            t, took = _probed(study, g, w, first, study.weight, timed, what)
+            spent += took
+            if t > WHOLE_SAMPLE_SECONDS:
+                times.append(t)
+                probed.append(True)
+                continue
+        t = timed(g, what + ")")
+        spent += t
+        times.append(t)
+        probed.append(False)
+        rate = t / w if w > 0 else rate
+    return times, probed, spent

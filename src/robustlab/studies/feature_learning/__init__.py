@@ -94,7 +94,7 @@ from .presets import (
     SOURCE,
     FeatureLearningConfig,
 )
-from .run import _work, run_points
+from .run import _work, probe_point, run_points
 
 __all__ = ["STUDY", "FeatureLearningConfig", "run_points", "claims", "figures", "EXPERIMENTS"]
 
@@ -130,6 +130,7 @@ STUDY = Study(
     figures=figures,
     ensemble=True,
     weight=_work,  # images and the 16-seed main group first; the extensions' small groups last
+    probe=probe_point,  # --dry-run times the image groups through short probes (the full MNIST's take hours)
     claim_specs=CLAIM_SPECS,
     premises={**PREMISES, _IMAGE_PREMISE.name: _IMAGE_PREMISE},
 )

@@ -426,3 +426,18 @@ def _work(cfg: FeatureLearningConfig) -> float:
     return float(macs * (train + evals + ilyas))
 
 
+def probe_point(cfg: FeatureLearningConfig, steps: int) -> FeatureLearningConfig | None:
+    """``--dry-run``'s probe of an image point (``Study.probe``): the same epochs, attacks and
+    evaluations on a random ``steps`` minibatches' worth of its training images and the same
+    share of its test images. Training, the evaluations and the Ilyas test keep their shares
+    of the work (:func:`_work` is linear in both counts), so the difference of two probes'
+    times is the time per unit of work of the point's own mix. Other experiments: None (their
+    groups take seconds to a few minutes and run whole)."""
+    if cfg.experiment != "images":
+        return None
+    shape = image_data.SHAPES[cfg.dataset]
+    n_train, n_test = min(shape.n_train, cfg.max_train or shape.n_train), min(shape.n_test, cfg.max_test or shape.n_test)
+    train = min(n_train, max(1, steps) * cfg.image_batch)
+    return dataclasses.replace(cfg, max_train=train, max_test=max(1, min(n_test, math.ceil(train * n_test / n_train))))
+
+
