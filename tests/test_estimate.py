@@ -4,6 +4,25 @@ their time to the run, and the floor it never goes below."""
 import pytest
 
 
+def _fake_clock(monkeypatch, per_epoch):
+    """Replace the estimator's sweep and clock: a group takes 1 s of setup and
+    per_epoch[lr] seconds an epoch, so every time is exact. Returns the list of the
+    (lr, epochs) groups it ran, in order."""
+    import types
+
+    from robustlab.studies import estimate
+
+    now, ran = [0.0], []
+
+    def fake_sweep(pts, *a, **k):
+        ran.append((pts[0].lr, pts[0].epochs))
+        now[0] += 1.0 + per_epoch[pts[0].lr] * pts[0].epochs
+
+    monkeypatch.setattr(estimate, "run_sweep", fake_sweep)
+    monkeypatch.setattr(estimate, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    return ran
+
+
 def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(monkeypatch):
     """A study that counts its points' FLOPs: the samples come from the cheaper half of the
     groups, the estimate scales their time per FLOP to the whole run, and the floor is the
@@ -39,7 +58,6 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     whose difference is the warm time per FLOP and whose rest is the group's setup; no estimate is shorter than that
     costliest group. A fake clock makes every time exact."""
     import dataclasses
-    import types
 
     from robustlab.studies import base, estimate, get_study
     from robustlab.sweep.runner import SweepOptions
@@ -49,14 +67,7 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     study = dataclasses.replace(get_study("smoke"), cost=lambda c: unit[c.lr] * c.epochs,
                                 probe=lambda c, steps: dataclasses.replace(c, epochs=steps))
     p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.3,0.4,0.8"], n_seeds=2)
-    now, ran = [0.0], []
-
-    def fake_sweep(pts, *a, **k):  # a group takes 1 s of setup and its epochs
-        ran.append((pts[0].lr, pts[0].epochs))
-        now[0] += 1.0 + per_epoch[pts[0].lr] * pts[0].epochs
-
-    monkeypatch.setattr(estimate, "run_sweep", fake_sweep)
-    monkeypatch.setattr(estimate, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    ran = _fake_clock(monkeypatch, per_epoch)
     monkeypatch.setattr("robustlab.utils.matmul_rate", lambda threads=None: 1e30)
     e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
     # the cheaper half whole; of the costlier (0.3, 0.4, 0.8), 0.8 holds the middle of its FLOPs
@@ -161,7 +172,6 @@ def test_dry_run_with_weights_probes_a_group_too_long_to_run_whole(monkeypatch):
     WHOLE_SAMPLE_SECONDS is timed through its probes instead, and one its probes say is quick
     runs whole after them. A fake clock makes every time exact."""
     import dataclasses
-    import types
 
     from robustlab.studies import base, estimate, get_study
     from robustlab.sweep.runner import SweepOptions
@@ -171,14 +181,7 @@ def test_dry_run_with_weights_probes_a_group_too_long_to_run_whole(monkeypatch):
     study = dataclasses.replace(get_study("smoke"), weight=lambda c: unit[c.lr] * c.epochs,
                                 probe=lambda c, steps: dataclasses.replace(c, epochs=steps) if c.lr == 0.8 else None)
     p = base.plan(study, grids=["lr=0.05,0.4,0.8"], n_seeds=2)
-    now, ran = [0.0], []
-
-    def fake_sweep(pts, *a, **k):  # a group takes 1 s of setup and its epochs
-        ran.append((pts[0].lr, pts[0].epochs))
-        now[0] += 1.0 + per_epoch[pts[0].lr] * pts[0].epochs
-
-    monkeypatch.setattr(estimate, "run_sweep", fake_sweep)
-    monkeypatch.setattr(estimate, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    ran = _fake_clock(monkeypatch, per_epoch)
     e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
     assert ran == [(0.05, 30), (0.4, 30), (0.8, 1), (0.8, 8), (0.8, 16)]  # never 0.8 whole
     assert (e["sampled_groups"], e["sampled_points"], e["probed_groups"]) == (2, 4, 1)
