@@ -91,9 +91,12 @@ def test_image_passes_take_a_chunk_at_a_time_with_the_same_numbers(digits, monke
     assert model.most == 2 * 90
     monkeypatch.setattr(im, "IMAGE_CHUNK", 32)  # 90 images: chunks of 32, 32, 26
     model.most = 0
+    entered = []  # a chunked pass maps its big blocks (robustlab.utils.large_blocks_mapped), once per pass
+    real = im.large_blocks_mapped
+    monkeypatch.setattr(im, "large_blocks_mapped", lambda: (entered.append(1), real())[1])
     parts = nonrobust_dataset(model, x, y, 10, eps=0.1, steps=3, step_size=0.05, generator=make_generator(0, "t"))
     ev_parts = evaluate_images(model, x, y, pgd)
-    assert model.most == 2 * 32
+    assert model.most == 2 * 32 and len(entered) == 2
     assert torch.equal(parts[1], whole[1])  # the targets: one draw for all images, as before
     assert torch.allclose(parts[0], whole[0], atol=1e-6) and torch.allclose(parts[2], whole[2])
     assert torch.equal(ev_parts[0], ev_whole[0]) and torch.allclose(ev_parts[1], ev_whole[1])

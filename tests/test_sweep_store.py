@@ -354,3 +354,33 @@ def test_retain_freed_memory_is_idempotent_and_keeps_results():
     assert isinstance(first, bool) and retain_freed_memory() is first
     x = torch.arange(3_000_000, dtype=torch.float32)  # 12 MB: above glibc's default mmap threshold
     assert float((x * 2).sum()) == float(x.sum()) * 2
+
+
+def test_large_blocks_mapped_maps_big_requests_inside_then_retains_again(monkeypatch):
+    # the passes much larger than a step: big requests get their own mappings inside the block;
+    # leaving it (also by an error) goes back to the retained heap and gives freed pages back
+    import robustlab.utils as u
+
+    calls = []
+
+    class FakeLibc:
+        def mallopt(self, what, value):
+            calls.append(("mallopt", what, value))
+            return 1
+
+        def malloc_trim(self, pad):
+            calls.append(("malloc_trim", pad))
+            return 1
+
+    monkeypatch.setattr(u.ctypes, "CDLL", lambda name: FakeLibc())
+    monkeypatch.setattr(u, "_RETAINED", [True])
+    with pytest.raises(KeyError), u.large_blocks_mapped():
+        assert calls == [("mallopt", -3, 32 * 2**20), ("mallopt", -4, 65536)]  # M_MMAP_THRESHOLD, M_MMAP_MAX
+        raise KeyError("inside")
+    assert calls[2:] == [("mallopt", -4, 0), ("malloc_trim", 0)]
+    # where retaining did not apply (not glibc, or never asked): nothing is touched
+    calls.clear()
+    monkeypatch.setattr(u, "_RETAINED", [False])
+    with u.large_blocks_mapped():
+        pass
+    assert calls == [] and u.release_freed_memory() is False

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
+from collections.abc import Iterator
 
 import torch
 
 from .config import UserError
 
-__all__ = ["resolve_device", "make_generator", "derive_seed", "matmul_rate", "retain_freed_memory"]
+__all__ = ["resolve_device", "make_generator", "derive_seed", "matmul_rate", "retain_freed_memory",
+           "release_freed_memory", "large_blocks_mapped"]
 
 
 def resolve_device(name: str = "cpu") -> torch.device:
@@ -108,3 +111,47 @@ def retain_freed_memory() -> bool:
             ok = False
     _RETAINED.append(ok)
     return ok
+
+
+@contextlib.contextmanager
+def large_blocks_mapped(threshold: int = 32 * 2**20) -> Iterator[None]:
+    """Inside the block, serve requests above ``threshold`` bytes from their own mappings
+    again (glibc's default way), in a process under :func:`retain_freed_memory`; on leaving,
+    go back to retaining and give the freed pages back (:func:`release_freed_memory`).
+
+    For passes far larger than a training step (a full-MNIST evaluation or Ilyas pass, 4,000
+    images per seed a chunk). On the retained heap their blocks fragment it: each pass
+    touches memory the last one freed but cannot reuse. A 5-seed full-MNIST worker grew by
+    about a GB per evaluation to 16.5 GB (the kernel killed it when a second process needed
+    memory); with 2 seeds and 10,000 test images, six rounds of an epoch and an evaluation
+    peaked at 4.34 GB retained, 1.75 GB here. A mapped block is returned whole when freed,
+    but faults in anew each step: those rounds took 24 s against 14 s. No arithmetic is
+    involved: the numbers are the same. A no-op where retaining did not apply
+    (``threshold`` at most 32 MB, glibc's cap)."""
+    if not (_RETAINED and _RETAINED[0]):
+        yield
+        return
+    libc = ctypes.CDLL("libc.so.6")
+    M_MMAP_THRESHOLD, M_MMAP_MAX = -3, -4  # <malloc.h>
+    libc.mallopt(M_MMAP_THRESHOLD, threshold)
+    libc.mallopt(M_MMAP_MAX, 65536)
+    try:
+        yield
+    finally:
+        libc.mallopt(M_MMAP_MAX, 0)
+        release_freed_memory()
+
+
+def release_freed_memory() -> bool:
+    """Give the freed pages of a process under :func:`retain_freed_memory` back to the system
+    (glibc's ``malloc_trim(0)``; True if it ran). No arithmetic is involved. Not for every
+    step or group: their pages would fault in again, which is what retaining saves; see
+    :func:`large_blocks_mapped` for the passes that need it.
+    """
+    if not (_RETAINED and _RETAINED[0]):
+        return False
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        return False
+    return True

@@ -19,6 +19,7 @@ and minibatch orders are per copy. Inputs (E, N, C, H, W) → logits (E, N, k).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 
@@ -31,6 +32,7 @@ from ..errors import NumericalError
 from ..metrics import robust_accuracy
 from ..models.ensemble import Flat, fold, unfold
 from ..models.small_cnn import SmallCNN
+from ..utils import large_blocks_mapped
 
 __all__ = ["ImageTrainSpec", "ImageHistory", "train_images", "evaluate_images",
            "nonrobust_dataset", "IMAGE_METHODS"]
@@ -154,12 +156,13 @@ def evaluate_images(model: SmallCNN, x: torch.Tensor, y: torch.Tensor, attack: P
     N = x.shape[0] if x.dim() == 4 else x.shape[1]
     if N > IMAGE_CHUNK:
         clean = rob = None
-        for s in range(0, N, IMAGE_CHUNK):
-            c, r = evaluate_images(model, _images(x, s, s + IMAGE_CHUNK, 4), _images(y, s, s + IMAGE_CHUNK, 1),
-                                   attack, generator)
-            n = min(IMAGE_CHUNK, N - s)
-            c, r = torch.round(c * n), torch.round(r * n)  # the chunk's counts
-            clean, rob = (c, r) if clean is None else (clean + c, rob + r)
+        with large_blocks_mapped():  # else each pass's big blocks fragment a worker's retained heap
+            for s in range(0, N, IMAGE_CHUNK):
+                c, r = evaluate_images(model, _images(x, s, s + IMAGE_CHUNK, 4), _images(y, s, s + IMAGE_CHUNK, 1),
+                                       attack, generator)
+                n = min(IMAGE_CHUNK, N - s)
+                c, r = torch.round(c * n), torch.round(r * n)  # the chunk's counts
+                clean, rob = (c, r) if clean is None else (clean + c, rob + r)
         return clean / N, rob / N
     flat = Flat(model, E).eval()
     xe = fold(_expand(x, E))  # (E*N, C, H, W)
@@ -271,15 +274,17 @@ def nonrobust_dataset(model: SmallCNN, x: torch.Tensor, y: torch.Tensor, k: int,
     ball = Linf(eps)
     step = FGSM(Linf(step_size), loss=lambda out, tt: -F.cross_entropy(out, tt, reduction="none"))
     parts, hits = [], None
-    for s in range(0, N, IMAGE_CHUNK):  # a chunk of images at a time, every member on each (IMAGE_CHUNK)
-        xe = fold(_expand(_images(x, s, s + IMAGE_CHUNK, 4), E))  # (E*n, C, H, W)
-        t = fold(t_all[:, s:s + IMAGE_CHUNK].contiguous())
-        x_adv = xe
-        for _ in range(steps):
-            x_adv = ball.project(xe, step(flat, x_adv, t, bounds=(0.0, 1.0))).clamp(0.0, 1.0)
-        with torch.no_grad():
-            h = unfold((flat(x_adv).argmax(-1) == t).float(), E).sum(1)
-        hits = h if hits is None else hits + h
-        parts.append(unfold(x_adv, E))
+    mapped = large_blocks_mapped() if N > IMAGE_CHUNK else contextlib.nullcontext()
+    with mapped:
+        for s in range(0, N, IMAGE_CHUNK):  # a chunk of images at a time, every member on each (IMAGE_CHUNK)
+            xe = fold(_expand(_images(x, s, s + IMAGE_CHUNK, 4), E))  # (E*n, C, H, W)
+            t = fold(t_all[:, s:s + IMAGE_CHUNK].contiguous())
+            x_adv = xe
+            for _ in range(steps):
+                x_adv = ball.project(xe, step(flat, x_adv, t, bounds=(0.0, 1.0))).clamp(0.0, 1.0)
+            with torch.no_grad():
+                h = unfold((flat(x_adv).argmax(-1) == t).float(), E).sum(1)
+            hits = h if hits is None else hits + h
+            parts.append(unfold(x_adv, E))
     x_adv = parts[0] if len(parts) == 1 else torch.cat(parts, 1)
     return x_adv, t_all, hits / N
