@@ -96,8 +96,9 @@ def retain_freed_memory() -> bool:
     microseconds: one E = 8 study point took 6.4 s of CPU with ~900 000 faults, 4.1 s with
     this on (the loop over its seeds: 4.6 s either way). Here every request comes from the
     heap (``M_MMAP_MAX = 0``) and the heap is never trimmed, so the process keeps its peak
-    footprint (the same peak). Results are unchanged (no arithmetic is involved). A no-op off
-    Linux/glibc.
+    footprint: the same peak while its passes reuse blocks of like sizes, a growing one where
+    passes far larger than a step fragment the heap (wrap those in :func:`large_blocks_mapped`).
+    Results are unchanged (no arithmetic is involved). A no-op off Linux/glibc.
     """
     if _RETAINED:
         return _RETAINED[0]
