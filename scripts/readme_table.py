@@ -10,7 +10,8 @@ counts) the table gives its quick verdict and its paper verdict with effect [int
 verdict comes from the full ``paper`` preset where one was given, otherwise from a slice that
 measured the claim (a slice's "not measured in this run" does not count; where several slices
 measured it and their verdicts differ, each is shown with its slice's name, never one chosen),
-otherwise the cell says "no paper run". A line per study under the table gives its self-checks. The table
+otherwise the cell says "no paper run" (with ``--keep-paper``, a study given no paper directory keeps
+the paper cells an earlier call wrote: refresh one study's paper runs without the others'). A line per study under the table gives its self-checks. The table
 replaces the block between ``<!-- results:start -->`` and ``<!-- results:end -->``.
 """
 
@@ -84,8 +85,23 @@ def paper_cell(found: list[tuple[str, dict]]) -> str:
     return "; ".join(parts + ([f"not applicable in {', '.join(f'`{p}`' for p in na)}"] if na else []))
 
 
-def table(quick: list[tuple[str, str, list[dict]]], paper: list[tuple[str, str, list[dict]]]) -> str:
+def kept_cells(readme: Path) -> dict[tuple[str, str], str]:
+    """The paper cells of the README's current table, by (study, claim id)."""
+    text = readme.read_text()
+    block = text.split(START, 1)[1].split(END, 1)[0] if START in text and END in text else ""
+    out = {}
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[1].startswith("`") and cells[1].endswith("`"):
+            out[(cells[0], cells[1].strip("`"))] = cells[3]
+    return out
+
+
+def table(quick: list[tuple[str, str, list[dict]]], paper: list[tuple[str, str, list[dict]]],
+          kept: dict[tuple[str, str], str] | None = None) -> str:
+    """The results block; ``kept``: paper cells to keep for the studies ``paper`` has no run of."""
     kind = lambda c: c.get("kind") or "claim"  # noqa: E731 - a claim dict from before kinds is a claim
+    measured = {s for s, _, _ in paper}
     rows = ["| study | claim | quick preset | paper preset |", "|---|---|---|---|"]
     notes = []
     n = n_rep = 0
@@ -95,7 +111,11 @@ def table(quick: list[tuple[str, str, list[dict]]], paper: list[tuple[str, str, 
                 continue
             n += 1
             n_rep += c.get("verdict") == "reproduced"
-            rows.append(f"| {study} | `{c['id']}` | {cell(c)} | {paper_cell(paper_claims(paper, study, c['id']))} |")
+            if study not in measured and kept and (study, c["id"]) in kept:
+                right = kept[(study, c["id"])]
+            else:
+                right = paper_cell(paper_claims(paper, study, c["id"]))
+            rows.append(f"| {study} | `{c['id']}` | {cell(c)} | {right} |")
         checks = [c for c in claims if kind(c) == "self-check"]
         if checks:
             held = sum(c.get("verdict") == "reproduced" for c in checks)
@@ -121,9 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", type=Path, action="append", required=True, help="quick-preset reproduce or run directory")
     p.add_argument("--paper", type=Path, action="append", default=[], help="paper-preset (or slice) directory")
     p.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    p.add_argument("--keep-paper", action="store_true",
+                   help="a study with no --paper directory keeps the paper cells the README has (written from "
+                        "its runs by an earlier call), instead of 'no paper run'")
     p.add_argument("--check", action="store_true", help="exit 1 if the README's block differs; write nothing")
     args = p.parse_args(argv)
-    new = rewrite(args.readme, table(load(args.quick), load(args.paper)))
+    kept = kept_cells(args.readme) if args.keep_paper else None
+    new = rewrite(args.readme, table(load(args.quick), load(args.paper), kept))
     if args.check:
         stale = new != args.readme.read_text()
         print("README results table is " + ("stale" if stale else "current"))

@@ -55,3 +55,23 @@ def test_slices_that_disagree_are_each_shown_with_their_name(tmp_path):
            "not applicable in `paper-width-n` |" in text  # both measured it: neither is chosen
     assert "| wdi | `kappa` | reproduced 0.5 [0.4, 0.6] | contradicted 0.33 [0.32, 0.34] |" in text  # one measured it
 
+
+
+def test_keep_paper_refreshes_one_study_and_keeps_the_others_cells(tmp_path):
+    quick = tmp_path / "quick"
+    _run(quick / "fl", "fl", "quick", [_c("a6", "reproduced")])
+    _run(quick / "wdi", "wdi", "quick", [_c("peak", "inconclusive")])
+    (quick / "reproduce.json").write_text(json.dumps({"studies": ["fl", "wdi"]}))
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- results:start -->\n| study | claim | quick preset | paper preset |\n|---|---|---|---|\n"
+                      "| fl | `a6` | reproduced 0.5 [0.4, 0.6] | reproduced 0.49 [0.355, 0.625] |\n"
+                      "| wdi | `peak` | inconclusive 0.5 [0.4, 0.6] | inconclusive -0.837 [-1.45, 0.29] (`paper-width`) |\n"
+                      "<!-- results:end -->\n")
+    fl = _run(tmp_path / "fl-paper", "fl", "paper", [_c("a6", "reproduced", effect=0.477, interval=(0.374, 0.581))])
+    assert readme_table.main(["--quick", str(quick), "--paper", str(fl), "--readme", str(readme), "--keep-paper"]) == 0
+    text = readme.read_text()
+    assert "| fl | `a6` | reproduced 0.5 [0.4, 0.6] | reproduced 0.477 [0.374, 0.581] |" in text  # refreshed
+    assert "| wdi | `peak` | inconclusive 0.5 [0.4, 0.6] | inconclusive -0.837 [-1.45, 0.29] (`paper-width`) |" in text
+    # without the flag the study with no paper directory reads "no paper run"
+    assert readme_table.main(["--quick", str(quick), "--paper", str(fl), "--readme", str(readme)]) == 0
+    assert "| wdi | `peak` | inconclusive 0.5 [0.4, 0.6] | no paper run |" in readme.read_text()

@@ -358,7 +358,10 @@ def _load_split(cfg: FeatureLearningConfig):
                        max_test=cfg.max_test or None, data_dir=cfg.data_dir or None)
 
 
-def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
+def train_image_group(cfgs: list[FeatureLearningConfig], dev: torch.device):
+    """The image models of one group of points (its seeds as one ensemble), trained as the study
+    trains them: returns the model, the data split and the training history. Scripts that
+    examine the study's models (``scripts/a6_masking.py``) re-train them through this."""
     base = cfgs[0]
     data = _load_split(base).to(dev)
     E, k, C = len(cfgs), data.n_classes, data.x_train.shape[1]
@@ -369,6 +372,15 @@ def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     hist = train_images(model, data.x_train, data.y_train, data.x_test, data.y_test, base.image_spec(),
                         batch_generator=g("image-batches"), attack_generator=g("image-train-attack"),
                         eval_generator=g("image-eval-attack"))
+    return model, data, hist
+
+
+def _run_images(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
+    base = cfgs[0]
+    model, data, hist = train_image_group(cfgs, dev)
+    E, k, C = len(cfgs), data.n_classes, data.x_train.shape[1]
+    seeds = [c.seed for c in cfgs]
+    g = lambda salt: make_generator(base.seed, salt)  # noqa: E731
     ilyas = None
     # the test on the standard model; its mirror (ilyas_mirror) on the PGD-trained one: the same
     # construction from a model that should rely on robust features
