@@ -44,6 +44,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from robustlab.models.ensemble import Member
 from robustlab.studies.feature_learning import FeatureLearningConfig
 from robustlab.studies.feature_learning.presets import PAPER_BASE
 from robustlab.studies.feature_learning.run import train_image_group
@@ -54,17 +55,6 @@ from robustlab.utils import make_generator
 # last block and PAPER_MNIST_GRID)
 PROTOCOL = {"experiment": "images", "epochs": 15, "image_lr": 0.1, "image_batch": 32,
             "ilyas_mirror": True}
-
-
-class Member(nn.Module):
-    """Copy ``e`` of an ensemble SmallCNN as a plain (N, C, H, W) -> (N, k) model."""
-
-    def __init__(self, model, e: int):
-        super().__init__()
-        self.model, self.e = model, e
-
-    def forward(self, x):
-        return self.model(x.unsqueeze(0).expand(self.model.E, *x.shape))[self.e]
 
 
 def apgd_each(net: nn.Module, x, y, eps: float, k: int) -> dict[str, torch.Tensor]:
@@ -87,24 +77,19 @@ def apgd_each(net: nn.Module, x, y, eps: float, k: int) -> dict[str, torch.Tenso
     return out
 
 
-def apgd_robust(net: nn.Module, x, y, eps: float, k: int) -> torch.Tensor:
-    """Per image: correct under clean, APGD-CE and APGD-T inputs (worst case)."""
-    each = apgd_each(net, x, y, eps, k)
-    return each["apgd_ce"] & each["apgd_t"]
-
-
-def breakdown(model, x, y, spec, k: int, seeds: list[int]) -> list[dict]:
+def breakdown(model, x, y, spec, seeds: list[int], study: torch.Tensor, apgd: list[dict]) -> list[dict]:
     """Robust accuracy per seed under each attack alone and under stronger variants of the study's
-    pair (5 random starts; 200 steps), to see which attack finds the points the study misses."""
+    pair (5 random starts; 200 steps), to see which attack finds the points the study misses.
+    ``study`` (E,): the study's pair, and ``apgd``: :func:`apgd_each` per seed, as measured."""
     ce, margin = spec.final_attacks()
-    variants = {"study_ce": [ce], "study_margin": [margin], "study_pair": [ce, margin],
+    variants = {"study_ce": [ce], "study_margin": [margin],
                 "pair_5_starts": [dataclasses.replace(a, restarts=5) for a in (ce, margin)],
                 "pair_200_steps": [dataclasses.replace(a, steps=200) for a in (ce, margin)]}
     per = {name: evaluate_images(model, x, y, atks, make_generator(0, "masking-check"))[1]
            for name, atks in variants.items()}
+    per["study_pair"] = study
     rows = []
-    for e, seed in enumerate(seeds):
-        each = apgd_each(Member(model, e), x, y, spec.eps, k)
+    for e, (seed, each) in enumerate(zip(seeds, apgd)):
         row = {"seed": seed, **{name: float(v[e]) for name, v in per.items()},
                **{name: float(v.float().mean()) for name, v in each.items()},
                "apgd_pair": float((each["apgd_ce"] & each["apgd_t"]).float().mean())}
@@ -153,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     x, y = data.x_test[:a.n], data.y_test[:a.n]
     spec = cfgs[0].image_spec()
     _, study = evaluate_images(model, x, y, spec.final_attacks(), make_generator(0, "masking-check"))
-    rows = []
+    rows, apgd = [], []
     for e, cfg in enumerate(cfgs):
         t1 = time.perf_counter()
-        ok = apgd_robust(Member(model, e), x, y, spec.eps, data.n_classes)
+        apgd.append(apgd_each(Member(model, e), x, y, spec.eps, data.n_classes))
+        ok = apgd[-1]["apgd_ce"] & apgd[-1]["apgd_t"]  # the worst case of the pair
         rows.append({"seed": cfg.seed, "clean_acc_all": float(hist.clean_acc[e, -1]),
                      "robust_acc_all_reported": float(hist.final_robust_acc[e]),
                      "study_attack_on_subset": float(study[e]), "apgd_on_subset": float(ok.float().mean()),
@@ -168,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"dataset": a.dataset, "method": a.method, "n_test_attacked": int(y.shape[0]), "eps": spec.eps, "train_s": t_train,
            "rows": rows, "reading": verdict}
     if a.breakdown:
-        out["breakdown"] = breakdown(model, x, y, spec, data.n_classes, [c.seed for c in cfgs])
+        out["breakdown"] = breakdown(model, x, y, spec, [c.seed for c in cfgs], study, apgd)
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / f"{a.dataset}-{a.method}{'-breakdown' if a.breakdown else ''}.json"
     path.write_text(json.dumps(out, indent=1) + "\n")

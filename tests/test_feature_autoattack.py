@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 
+from robustlab.models.ensemble import Member
 from robustlab.models.small_cnn import SmallCNN
 from robustlab.studies.feature_learning import FeatureLearningConfig
 from robustlab.studies.feature_learning.run import _load_split
@@ -18,18 +19,6 @@ from robustlab.utils import make_generator
 torchattacks = pytest.importorskip("torchattacks")
 
 GAP = 0.02
-
-
-class Member(nn.Module):
-    """Copy ``e`` of an ensemble SmallCNN as a plain (N, C, H, W) -> (N, k) model."""
-
-    def __init__(self, model: SmallCNN, e: int):
-        super().__init__()
-        self.model, self.e = model, e
-
-    def forward(self, x):
-        xs = x.unsqueeze(0).expand(self.model.E, *x.shape)
-        return self.model(xs)[self.e]
 
 
 def autoattack_accuracy(net: nn.Module, x, y, eps: float, n_classes: int) -> float:

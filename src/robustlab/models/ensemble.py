@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["Flat", "fold", "unfold"]
+__all__ = ["Flat", "Member", "fold", "unfold"]
 
 
 def fold(x: torch.Tensor) -> torch.Tensor:
@@ -44,3 +44,16 @@ class Flat(nn.Module):
             return None
         out, vjp = inner(unfold(x, self.E))
         return fold(out), lambda dz: fold(vjp(unfold(dz, self.E)))
+
+
+class Member(nn.Module):
+    """Copy ``e`` of an ensemble model ``(E, N, ...) -> (E, N, ...)`` as a plain
+    ``(N, ...) -> (N, ...)`` model, for code that attacks one model at a time (torchattacks).
+    Every copy sees the same input; the others' outputs are computed and dropped."""
+
+    def __init__(self, model: nn.Module, e: int):
+        super().__init__()
+        self.model, self.e = model, e
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x.unsqueeze(0).expand(self.model.E, *x.shape))[self.e]
