@@ -3,6 +3,7 @@ the base class promises (eval mode, frozen parameters, no mutation, bounds, warn
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -554,6 +555,89 @@ def test_closed_form_logit_gradient_matches_autograd(loss):
     # binary scores and custom losses go through autograd
     assert loss_grad_correct(fn, z[:, :1], y) is None
     assert loss_grad_correct(lambda out, yy: fn(out, yy) ** 3, z, y) is None
+
+
+@pytest.mark.parametrize("loss", ["ce", "margin"])
+def test_direction_is_the_logit_gradient_up_to_a_positive_factor_per_sample(loss):
+    """``direction=True``: cross-entropy's ``softmax − onehot`` divided by ``1 − p_y`` (float64
+    against the plain closed form), ``−1`` at the label; the margin's gradient as it was."""
+    from robustlab.attacks.losses import loss_grad_correct
+
+    g = torch.Generator().manual_seed(1)
+    z = torch.randn(300, 6, generator=g, dtype=torch.float64) * 3
+    y = torch.randint(0, 6, (300,), generator=g)
+    fn = get_loss(loss)
+    value, dz, ok = loss_grad_correct(fn, z, y)
+    value_d, dz_d, ok_d = loss_grad_correct(fn, z, y, direction=True)
+    assert torch.equal(value, value_d) and torch.equal(ok, ok_d)
+    if loss == "margin":
+        assert torch.equal(dz, dz_d)
+        return
+    p_y = torch.softmax(z, 1).gather(1, y[:, None])
+    torch.testing.assert_close(dz_d, dz / (1 - p_y), rtol=1e-10, atol=1e-12)
+    assert torch.equal(dz_d.gather(1, y[:, None]), torch.full((300, 1), -1.0, dtype=torch.float64))
+
+
+def test_saturation_safe_attacks_move_where_the_softmax_saturates():
+    """A linear 3-class model with margins above 120 logits: in float32 every ``p_j``, j ≠ y,
+    underflows and ``p_y`` rounds to 1, so cross-entropy's input gradient is exactly 0 on every
+    point and plain FGSM and PGD return x unchanged (and warn); ``saturation_safe`` steps along
+    the sign of the exact gradient on every coordinate."""
+    g = torch.Generator().manual_seed(2)
+    lin = nn.Linear(8, 3, bias=False)
+    with torch.no_grad():
+        lin.weight.copy_(torch.randn(3, 8, generator=g))
+    x = torch.randn(40, 8, generator=g)
+    top = lin(x).detach().sort(1).values
+    x = x * (130.0 / (top[:, -1] - top[:, -2]))[:, None]  # margins far past float32's softmax
+    y = lin(x).argmax(1).detach()
+    top = lin(x).detach().sort(1).values
+    assert float((top[:, -1] - top[:, -2]).min()) > 120
+    # the exact direction, Σ_{j≠y} p_j (w_j − w_y) / (1 − p_y), in float64 (whose own softmax
+    # rounds p_y to 1 here as well): a softmax over the other classes
+    W, z = lin.weight.detach().double(), lin(x).detach().double()
+    q = torch.softmax(z.scatter(1, y[:, None], float("-inf")), 1)  # (N, k), 0 at y
+    g64 = q @ W - W[y]
+    reset_warnings()
+    for attack in (FGSM(Linf(0.3)), PGD(Linf(0.3), steps=1, step_size=0.3, random_start=False)):
+        with pytest.warns(EvaluationWarning, match="exactly zero"):
+            assert torch.equal(attack(lin, x, y, bounds=None), x)
+        reset_warnings()
+        safe = dataclasses.replace(attack, saturation_safe=True)
+        moved = safe(lin, x, y, bounds=None) - x
+        assert torch.equal(moved.sign(), g64.sign().float())  # x is large: its rounding moves the size
+        assert float((moved.abs() - 0.3).abs().max()) < 1e-3
+    with pytest.raises(ConfigError, match="saturation_safe"):
+        PGD(Linf(0.1), saturation_safe="yes")
+    with pytest.raises(ConfigError, match="saturation_safe"):
+        FGSM(Linf(0.1), saturation_safe=1)
+
+
+def test_saturation_safe_ranks_iterates_as_the_cross_entropy_does():
+    """PGD's ``saturation_safe`` rank key, the log-odds ``log(1/p_y − 1)`` offset for correct
+    rows, orders rows exactly as the cross-entropy key does (float64, margins where it has not
+    saturated), and still orders rows whose cross-entropy rounds to 0 in float32."""
+    from robustlab.attacks.pgd import _ranked_loss_and_grad
+
+    g = torch.Generator().manual_seed(3)
+    model = nn.Linear(5, 4).double()
+    x = torch.randn(400, 5, generator=g, dtype=torch.float64) * 3
+    y = torch.randint(0, 4, (400,), generator=g)
+    plain = _ranked_loss_and_grad(model, x, y, "ce", grad=False, check=False)[0]
+    safe = _ranked_loss_and_grad(model, x, y, "ce", grad=False, check=False, saturation_safe=True)[0]
+    assert torch.equal(plain.argsort(), safe.argsort())
+    model32 = nn.Linear(5, 4)
+    with torch.no_grad():
+        model32.weight.copy_(model.weight * 40)
+        model32.bias.zero_()
+    x32 = x.float()
+    y32 = model32(x32).argmax(1)
+    top = model32(x32).detach().sort(1).values
+    far = (top[:, -1] - top[:, -2]) > 20
+    plain = _ranked_loss_and_grad(model32, x32, y32, "ce", grad=False, check=False)[0]
+    safe = _ranked_loss_and_grad(model32, x32, y32, "ce", grad=False, check=False, saturation_safe=True)[0]
+    assert int(far.sum()) > 10 and plain[far].unique().numel() == 1  # the cross-entropy rounds to 0
+    assert safe[far].unique().numel() == int(far.sum())
 
 
 def test_autograd_route_pulls_back_the_closed_form_logit_gradient_exactly():

@@ -135,3 +135,14 @@ def test_cli_compare_a_run_and_a_rerun_with_other_base_seeds(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "smoke-accuracy" in r.stdout and "REPRODUCED" in r.stdout
     assert "seeds A 0,1, B 100,101" in r.stdout and "0 verdict changes" in r.stdout
+
+
+def test_an_interval_edge_one_rounding_step_from_the_effect_is_not_apart():
+    """A Wilson bound rounds to 1 − 1e-16 while the accuracy is exactly 1: the same claim in two
+    runs must not read "effects apart" (it did, comparing a run with itself)."""
+    from robustlab.report.compare import _outside
+
+    assert not _outside(1.0, [0.9449974429864586, 0.9999999999999999])
+    assert not _outside(0.0, [1e-17, 0.2])
+    assert _outside(1.0, [0.5, 0.99])
+    assert _outside(-1.0, [-0.99, 0.5])

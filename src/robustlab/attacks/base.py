@@ -37,12 +37,14 @@ def loss_and_grad(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     *,
     check: bool = False,
+    direction: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-sample loss ``(N,)``, its input gradient (shape of ``x``) and correctness ``(N,)``.
 
-    ``check=True`` runs the output / gradient sanity checks (one host sync each).
+    ``check=True`` runs the output / gradient sanity checks (one host sync each); ``direction``
+    as in :func:`gradient_fn`.
     """
-    _, loss, g, ok = forward_and_grad(model, x, y, loss_fn, check=check)
+    _, loss, g, ok = forward_and_grad(model, x, y, loss_fn, check=check, direction=direction)
     return loss, g, ok
 
 
@@ -53,16 +55,18 @@ def forward_and_grad(
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     *,
     check: bool = False,
+    direction: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Detached outputs, per-sample loss ``(N,)``, its input gradient (shape of ``x``) and
-    correctness ``(N,)``: ``gradient_fn(model, loss_fn)(x, y, check=check)``."""
-    return gradient_fn(model, loss_fn)(x, y, check=check)
+    correctness ``(N,)``: ``gradient_fn(model, loss_fn, direction=direction)(x, y, check=check)``."""
+    return gradient_fn(model, loss_fn, direction=direction)(x, y, check=check)
 
 
 GradFn = Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]
 
 
-def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> GradFn:
+def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *,
+                direction: bool = False) -> GradFn:
     """``(x, y, *, check=False) ↦ (outputs, loss, input gradient, correct)`` for a fixed model
     and loss, with the route chosen once (an iterative attack calls it every step).
 
@@ -73,6 +77,10 @@ def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor]
     traced chain's first outputs are checked against ``model(x)``), else with one
     ``autograd.grad(out, x, ·)``; other losses go through autograd of ``loss.sum()``.
     ``check=True`` runs the label, output and gradient sanity checks (one host sync each).
+    ``direction=True``: the input gradient up to a positive factor per sample, for attacks that
+    only use its sign or its normalised direction; a built-in loss then takes a logit gradient
+    that cannot underflow (cross-entropy's on a saturated softmax: see
+    :func:`losses.loss_grad_correct`).
     """
     closed = closed_form(loss_fn)
     pullback, confirm = None, False
@@ -98,12 +106,12 @@ def gradient_fn(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor]
                     if check:
                         checks.check_labels(z, y)
                     if z.ndim == 2 and not is_binary(z):
-                        loss, dz, ok = closed(z, y, True)
+                        loss, dz, ok = closed(z, y, True, direction)
                         result = z, loss, vjp(dz), ok
                     else:  # binary scores have no closed-form loss here: autograd, from now on
                         pullback = None
         if result is None:
-            result = _autograd_forward_and_grad(model, x, y, loss_fn, check)
+            result = _autograd_forward_and_grad(model, x, y, loss_fn, check, direction)
         if check:
             checks.check_outputs(result[0])
             checks.check_gradients(result[2])
@@ -120,13 +128,13 @@ def _same_outputs(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.allclose(a, b, rtol=1e-3, atol=1e-3 * scale, equal_nan=True)
 
 
-def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool):
+def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool, direction: bool = False):
     x = x.detach().requires_grad_(True)
     out = model(x)
     if check:  # labels first: a bad label can crash the loss with a less helpful error
         checks.check_labels(out, y)
     z = out.detach()
-    closed = loss_grad_correct(loss_fn, z, y)
+    closed = loss_grad_correct(loss_fn, z, y, direction=direction)
     if closed is None:
         loss = loss_fn(out, y)
         (g,) = torch.autograd.grad(loss.sum(), x)
@@ -142,6 +150,11 @@ def _autograd_forward_and_grad(model, x, y, loss_fn, check: bool):
 def _check_loss(loss: object) -> None:
     if not callable(loss) and loss not in LOSSES:
         raise ConfigError("loss", loss, f"one of {', '.join(LOSSES)} or a callable (out, y) -> (N,)")
+
+
+def _check_flag(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(name, value, "True or False")
 
 
 def _check_threat(threat: object) -> None:

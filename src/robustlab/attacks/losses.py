@@ -94,8 +94,16 @@ def correct(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return _predicted(out) == y
 
 
-def _ce_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+def _ce_closed(z: torch.Tensor, y: torch.Tensor, grad: bool, direction: bool = False
+               ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Cross-entropy ``−log softmax(z)_y``, its logit gradient ``softmax(z) − onehot(y)``.
+
+    ``direction=True`` returns that gradient divided by ``1 − p_y`` per sample, taken from the
+    log-softmax: ``p_j / Σ_{i≠y} p_i`` for ``j ≠ y`` and ``−1`` at ``y``. A positive factor per
+    sample leaves every sign and normalised step unchanged. Where the softmax saturates the
+    plain one is wrong in float32: past a margin of about 17 ``p_y`` rounds to 1, its label
+    entry to 0, and the direction loses its ``−∇z_y`` part; past about 100 every ``p_j`` underflows
+    too, and the input gradient pulled back from it is exactly 0.
 
     Computed on the transpose ``(k, N)``: torch's CPU softmax over a short *last* dimension
     runs row by row (~140 µs at 512 × 10), over dim 0 it is vectorised across samples (~12 µs).
@@ -104,15 +112,21 @@ def _ce_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tens
     lsm = torch.log_softmax(z.t(), 0)  # (k, N), contiguous
     value = lsm.gather(0, yr).neg_().squeeze(0)
     dz = None
-    if grad:  # an (N, k) view of the (k, N) result: pull-backs take it as it is (a copy costs
+    if grad and direction:  # log(1 − p_y) = logsumexp of the other classes' log-probabilities
+        others = lsm.scatter(0, yr, float("-inf"))
+        dz = others.sub_(torch.logsumexp(others, 0, keepdim=True)).exp_().scatter_(
+            0, yr, lsm.new_full(yr.shape, -1.0)).t()
+    elif grad:  # an (N, k) view of the (k, N) result: pull-backs take it as it is (a copy costs
         # a kernel per step); the autograd route makes it contiguous
         dz = lsm.exp_().scatter_add_(0, yr, lsm.new_full(yr.shape, -1.0)).t()
     return value, dz, _predicted(z) == y
 
 
-def _margin_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+def _margin_closed(z: torch.Tensor, y: torch.Tensor, grad: bool, direction: bool = False
+                   ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Margin loss ``max_{j≠y} z_j − z_y``; gradient ``top/|top| − onehot(y)``, where ``top``
-    marks the maximising j (ties share it equally, as autograd's ``amax`` does)."""
+    marks the maximising j (ties share it equally, as autograd's ``amax`` does). Its entries
+    are O(1) whatever the logits, so ``direction`` changes nothing."""
     yi = y[:, None]
     others = z.scatter(1, yi, float("-inf"))
     m = others.amax(1, keepdim=True)
@@ -125,7 +139,7 @@ def _margin_closed(z: torch.Tensor, y: torch.Tensor, grad: bool) -> tuple[torch.
 
 
 def loss_grad_correct(
-    loss_fn: LossFn, out: torch.Tensor, y: torch.Tensor, *, grad: bool = True
+    loss_fn: LossFn, out: torch.Tensor, y: torch.Tensor, *, grad: bool = True, direction: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor] | None:
     """Per-sample loss ``(N,)``, its gradient w.r.t. ``out`` (shape of ``out``; None unless
     ``grad``) and correctness ``(N,)``, in closed form, for :func:`cross_entropy` and
@@ -134,10 +148,12 @@ def loss_grad_correct(
 
     Equal to autograd of the loss up to rounding. ``out`` must be detached (or no-grad).
     The cross-entropy gradient is an ``(N, k)`` view of a class-major ``(k, N)`` tensor:
-    call ``.contiguous()`` before handing it to code that ``.view()``s it.
+    call ``.contiguous()`` before handing it to code that ``.view()``s it. ``direction=True``:
+    the gradient up to a positive factor per sample, one that cannot underflow (see
+    :func:`_ce_closed`).
     """
     closed = closed_form(loss_fn)
-    return None if closed is None or out.ndim != 2 or is_binary(out) else closed(out, y, grad)
+    return None if closed is None or out.ndim != 2 or is_binary(out) else closed(out, y, grad, direction)
 
 
 # the losses whose logit gradient :func:`loss_grad_correct` gives in closed form

@@ -89,13 +89,15 @@ class Row:
 
 def _outside(effect: Any, interval: Any) -> bool:
     """``effect`` lies outside ``interval``; an exact value (an interval of zero width, e.g. a
-    maximum over networks) has no sampling interval to be outside of."""
+    maximum over networks) has no sampling interval to be outside of, and an edge one rounding
+    step away counts as inside (a Wilson bound of 1 − 1e-16 against an accuracy of 1)."""
     if effect is None or not interval or len(interval) != 2 or None in interval:
         return False
     lo, hi = float(interval[0]), float(interval[1])
     if not (math.isfinite(lo) or math.isfinite(hi)) or hi <= lo:
         return False
-    return not lo <= float(effect) <= hi
+    tol = 1e-12 * max(1.0, *(abs(v) for v in (lo, hi) if math.isfinite(v)))
+    return not lo - tol <= float(effect) <= hi + tol
 
 
 def _read_claims(run: Path) -> list[dict[str, Any]]:
