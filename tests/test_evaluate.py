@@ -207,3 +207,35 @@ def test_cli_evaluate_bad_input_one_line_exit_2_nothing_written(cnn, tmp_path):
         line = one_line_error(cli(*args))
         assert expected in line, line
         assert not out.exists()
+
+
+def test_fgsm_and_pgd_see_through_a_saturated_softmax():
+    """Scaling a model's logits by 300 changes no prediction and, in exact arithmetic, no
+    signed-gradient step; in float32 it saturates the softmax. `evaluate`'s fgsm and pgd
+    (saturation-safe) read the same robust accuracy at both scales; the plain attacks on the
+    scaled model read it far higher (they stall), which is what this test guards against."""
+    from robustlab.attacks import FGSM, PGD
+    from robustlab.metrics import robust_accuracy
+
+    g = torch.Generator().manual_seed(4)
+    W = torch.randn(3, 8, generator=g)
+    x = torch.rand(300, 8, generator=g)
+    base = nn.Linear(8, 3, bias=False)
+    big = nn.Linear(8, 3, bias=False)
+    with torch.no_grad():
+        base.weight.copy_(W)
+        big.weight.copy_(300 * W)
+    y = base(x).argmax(1).detach()
+    eps = 0.05
+    read = {}
+    for name, model in (("base", base), ("big", big)):
+        t = robustlab.evaluate(model, x, y, eps=[eps], attacks=["fgsm", "pgd"]).table
+        read[name] = t[t["eps"] == eps].set_index("attack")["accuracy"]
+    for attack in ("fgsm", "pgd"):
+        assert 0.2 < read["base"][attack] < 0.9
+        assert abs(read["base"][attack] - read["big"][attack]) <= 0.01, attack
+    gen = torch.Generator().manual_seed(0)
+    plain_pgd = float(robust_accuracy(big, x, y, PGD(Linf(eps), steps=40, step_size=2.5 * eps / 40),
+                                      bounds=(0.0, 1.0), generator=gen))
+    plain_fgsm = float(robust_accuracy(big, x, y, FGSM(Linf(eps)), bounds=(0.0, 1.0)))
+    assert plain_pgd > read["big"]["pgd"] + 0.1 and plain_fgsm > read["big"]["fgsm"] + 0.1
