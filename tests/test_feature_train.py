@@ -111,9 +111,14 @@ def test_train_attacks_are_the_shared_objects():
     assert train_attack(FeatureTrainSpec(method="standard")) is None
     gs = train_attack(FeatureTrainSpec(method="gradient_step", eps=0.3, eta_tilde=7.0))
     assert isinstance(gs, GradientStep) and gs.step == 7.0 and gs.eps == 0.3
-    assert isinstance(train_attack(FeatureTrainSpec(method="fgsm")), FGSM)
+    fgsm = train_attack(FeatureTrainSpec(method="fgsm"))
+    assert isinstance(fgsm, FGSM)
     pgd = train_attack(FeatureTrainSpec(method="pgd", eps=0.4, pgd_steps=4))
     assert isinstance(pgd, PGD) and pgd.steps == 4 and pgd.step_size == pytest.approx(0.25)
+    # the sign attacks must move on points the CNN fits far past float32's softmax (97 % of the
+    # quick preset's PGD training points had an all-zero gradient without it); the paper's
+    # one-step method uses the gradient's size and keeps the plain gradient
+    assert fgsm.saturation_safe and pgd.saturation_safe and not hasattr(gs, "saturation_safe")
 
 
 @pytest.mark.parametrize("kw, field", [({"method": "magic"}, "method"), ({"eps": -0.1}, "eps"),
@@ -295,3 +300,50 @@ def test_evaluation_a_few_copies_at_a_time_gives_the_whole_ensembles_bits(monkey
     with torch.no_grad():
         sub.W.zero_()
     assert model.W.abs().sum() > 0
+
+
+def _zero_gradient_share(monkeypatch, plain: bool) -> float:
+    """Train one seed of the quick preset's PGD-training point (experiment=attack) and return
+    the share of training points whose attack gradient was exactly zero; ``plain`` turns the
+    attack's saturation_safe off."""
+    import dataclasses
+
+    import robustlab.attacks.pgd as pgd_module
+    import robustlab.train.feature as feature
+    from robustlab.studies.feature_learning import STUDY
+    from robustlab.studies.feature_learning.presets import FeatureLearningConfig
+    from robustlab.studies.feature_learning.run import run_points
+
+    seen = []
+    real_fn, real_attack = pgd_module.gradient_fn, feature.train_attack
+
+    def counting(model, loss_fn, **kw):
+        grad = real_fn(model, loss_fn, **kw)
+
+        def wrapped(x, y, *, check=False):
+            out = grad(x, y, check=check)
+            if getattr(loss_fn, "__name__", "") == "cross_entropy":  # the training attack's loss
+                seen.append(out[2].flatten(1).abs().amax(1).eq(0).float())
+            return out
+        return wrapped
+
+    monkeypatch.setattr(pgd_module, "gradient_fn", counting)
+    if plain:
+        monkeypatch.setattr(feature, "train_attack",
+                            lambda spec: dataclasses.replace(real_attack(spec), saturation_safe=False))
+    cfg = FeatureLearningConfig(**{**STUDY.presets["quick"].overrides, "experiment": "attack", "method": "pgd",
+                                   "pgd_steps": 3, "seed": 0,
+                                   "n_test": 16, "span_steps": 2, "span_restarts": 1, "eval_pgd_steps": 1})
+    run_points([cfg], "cpu")
+    return float(torch.cat(seen).mean())
+
+
+@pytest.mark.filterwarnings("ignore::robustlab.data.patches.AssumptionWarning")
+@pytest.mark.filterwarnings("ignore::robustlab.attacks.checks.EvaluationWarning")
+def test_pgd_training_moves_where_the_softmax_saturates(monkeypatch):
+    """The quick preset's PGD training: with the plain cross-entropy most of its training points
+    have an exactly zero attack gradient (the network fits them far past float32's softmax), so
+    PGD training would be standard training; the study's saturation-safe attack has none."""
+    assert _zero_gradient_share(monkeypatch, plain=True) > 0.5
+    monkeypatch.undo()
+    assert _zero_gradient_share(monkeypatch, plain=False) == 0.0
