@@ -176,3 +176,36 @@ def test_a_claim_re_kinded_by_its_declaration_starts_from_the_study_s_own_verdic
     assert c.decision.verdict == stats.INCONCLUSIVE
     d = _declared(study, c)  # as a self-check the control rule does not apply
     assert d.kind == cl.SELF_CHECK and d.decision.verdict == stats.REPRODUCED
+
+
+def test_a_run_whose_self_check_fails_exits_1_and_keeps_its_results(tmp_path, capsys):
+    """A self-check that does not hold means robustlab's own code is wrong: the run exits 1 (no
+    --strict needed), says which check failed in one line, and still writes its claims and
+    report."""
+    import json
+
+    from robustlab.cli import main
+
+    f = tmp_path / "broken_smoke.py"
+    f.write_text('''
+import dataclasses
+from robustlab import stats
+from robustlab.studies.base import Claim
+from robustlab.studies.smoke import STUDY as SMOKE, claims as smoke_claims
+
+def claims(df, ctx):
+    accuracy, _ = smoke_claims(df, ctx)
+    falls = stats.decide(stats.mean_estimate([-1.0, -1.1, -0.9]), threshold=0.0, side="above")
+    return [accuracy, Claim("smoke-loss-falls", "the training loss falls", falls, {}, "robustlab")]
+
+STUDY = dataclasses.replace(SMOKE, name="broken-smoke", claims=claims)
+''')
+    out = tmp_path / "run"
+    assert main(["run", str(f), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "self-check failed: smoke-loss-falls" in err and "Traceback" not in err
+    written = {c["id"]: c for c in json.loads((out / "claims.json").read_text())}
+    assert written["smoke-loss-falls"]["kind"] == cl.SELF_CHECK
+    assert written["smoke-loss-falls"]["verdict"] == "contradicted"
+    assert (out / "report.html").is_file()
+    assert main(["run", "smoke", "--out", str(tmp_path / "ok"), "--quiet"]) == 0
