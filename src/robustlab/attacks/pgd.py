@@ -70,7 +70,7 @@ def _ranked_loss_and_grad(
             value, _, ok = closed if closed is not None else (loss_fn(out, y), None, correct(out, y))
         g = None
     offset = _rank_offset(loss, out)
-    if saturation_safe and loss == "ce" and offset is not None and not is_binary(out):
+    if saturation_safe and loss == "ce" and not is_binary(out):
         # rank by s = log(1/p_y − 1) = logsumexp_{j≠y} z_j − z_y, an increasing function of the
         # cross-entropy (softplus(s)) that does not round to 0 where the softmax saturates (the
         # cross-entropy does past a margin of about 17, and every iterate would then tie with the
@@ -151,15 +151,14 @@ class PGD(Attack):
     * ``loss``: ce, margin, logistic or a callable ``(out, y) -> (N,)``; ``early_stop``: see
       the module docstring.
     * ``saturation_safe``: step along the loss's input gradient taken up to a positive factor
-      per sample. A sign or normalised step does not see that factor, so in exact arithmetic
-      the iterates are the same; in float32 cross-entropy's gradient loses its label term past
-      a margin of about 17 (``p_y`` rounds to 1) and is exactly 0 past about 100 (every other
-      ``p_j`` underflows), where the plain attack does not move at all; and the cross-entropy
-      itself rounds to 0 past a margin of about 17, so no iterate can beat the start. With it
-      the iterates are ranked by ``log(1/p_y − 1)`` (an increasing function of the
-      cross-entropy, exact at any margin). Off by default (the records of the default attack stay as
-      they were); adversarial training on confidently fitted data needs it (the patch CNN's
-      PGD training: 97 % of its training points had an all-zero gradient without it).
+      per sample (:func:`~robustlab.attacks.losses.loss_grad_correct` with ``direction``), which
+      a sign or normalised step does not see, and rank cross-entropy iterates by
+      ``log(1/p_y − 1)``, which orders them as the cross-entropy does. In exact arithmetic the
+      same attack; in float32 the plain one stalls where the softmax saturates (the gradient is
+      exactly 0 past a margin of about 100, the cross-entropy 0 past about 17, so no iterate
+      beats the start). Off by default, so the default attack's records stay as they were;
+      adversarial training on confidently fitted data needs it (the patch CNN's PGD training:
+      97 % of its training points had an all-zero gradient without it).
     """
 
     steps: int = 10
