@@ -138,6 +138,84 @@ def test_projection_bits_equal_the_formula_on_the_training_layout(bias):
         assert torch.equal(model.bias, want_b)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_scores_along_is_the_forward_on_the_line(bias):
+    """``scores_along`` (also through Flat) gives ``f(x + t u)`` for every point and step, in
+    passes small enough for its budget."""
+    import robustlab.models.two_layer as tl
+
+    model = _model(E=3, m=9, d=6, bias=bias)
+    x = torch.randn(3, 5, 6, dtype=torch.float64, generator=make_generator(2))
+    u = torch.randn(3, 5, 6, dtype=torch.float64, generator=make_generator(3))
+    t = torch.rand(3, 5, 4, dtype=torch.float64, generator=make_generator(4)) * 3
+    with torch.no_grad():
+        want = torch.stack([model(x + t[:, :, j, None] * u) for j in range(4)], 2)
+        budget = tl.LINE_BUDGET
+        try:
+            for tl.LINE_BUDGET in (budget, 3 * 5 * 9):  # all steps in one pass; one step per pass
+                assert torch.allclose(model.scores_along(x, u)(t), want, rtol=0, atol=1e-12)
+        finally:
+            tl.LINE_BUDGET = budget
+        flat = Flat(model, 3).scores_along(fold(x), fold(u))(fold(t))
+    assert torch.allclose(flat, fold(want), rtol=0, atol=1e-12)
+
+
+def test_scores_along_steps_aside_for_an_override_or_a_hook():
+    class Shifted(TwoLayerReLU):
+        def forward(self, x):
+            return super().forward(x) + 1.0
+
+    model = _model()
+    x = torch.zeros(2, 3, 5, dtype=torch.float64)
+    assert Shifted(model.weight.detach(), model.top, model.bias.detach(), model.top_bias).scores_along(x, x) is None
+    model.register_forward_hook(lambda mod, inp, out: out * 2)
+    assert model.scores_along(x, x) is None
+    assert Flat(_model(), 2).scores_along(fold(x), fold(x)) is not None
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_min_flip_on_the_line_agrees_with_the_forward_passes(dtype):
+    """The line search in closed form finds the crossings the model's own forward passes find:
+    the same points flip, each ‖δ‖ within the search's tolerance (both land within it of the
+    first crossing; the first bracket sits on the linear guess, where f is 0 up to rounding
+    whenever no ReLU switches on the way, so the two may take different cells)."""
+    import robustlab.attacks.min_flip as mf
+
+    E, N, tol = 3, 40, 1e-4
+    model = _model(E=E, m=48, d=16, dtype=dtype).eval()
+    x = torch.nn.functional.normalize(torch.randn(E * N, 16, dtype=dtype, generator=make_generator(5)), dim=1)
+    flat = Flat(model, E)
+    with torch.no_grad():
+        y = torch.sign(flat(x))
+    y[::4] *= -1  # some misclassified points (NaN in both)
+    fast = min_flip_along_gradient(flat, x, y, tol=tol)
+    assert mf._line(flat, x, x, flat(x).detach()) is not None  # the closed form was taken
+    line = mf._line
+    try:
+        mf._line = lambda *args: None
+        slow = min_flip_along_gradient(flat, x, y, tol=tol)
+    finally:
+        mf._line = line
+    assert torch.equal(fast.flipped, slow.flipped) and torch.equal(fast.correct, slow.correct)
+    assert torch.equal(fast.delta_norm.isnan(), slow.delta_norm.isnan())
+    ok = ~fast.delta_norm.isnan()
+    assert int(ok.sum()) > E * N // 2
+    assert ((fast.delta_norm - slow.delta_norm)[ok].abs() <= tol).all()
+    assert torch.equal(fast.grad_norm.isnan(), slow.grad_norm.isnan())
+
+
+def test_min_flip_takes_the_forward_passes_when_the_line_disagrees():
+    """A closed form that disagrees with the model at t = 0 is not used."""
+    import robustlab.attacks.min_flip as mf
+
+    model = _model(E=1, m=20, d=6).eval()
+    x = torch.nn.functional.normalize(torch.randn(8, 6, dtype=torch.float64, generator=make_generator(6)), dim=1)
+    flat = Flat(model, 1)
+    f = flat(x).detach()
+    assert mf._line(flat, x, x, f) is not None
+    assert mf._line(flat, x, x, f + 0.5) is None
+
+
 def test_flat_adapter_gives_exact_per_copy_min_flips():
     """Attacks see the ensemble through Flat: results equal those of each copy alone."""
     model = _model(E=2, m=30, d=8, bias=False)

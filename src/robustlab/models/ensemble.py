@@ -45,6 +45,18 @@ class Flat(nn.Module):
         out, vjp = inner(unfold(x, self.E))
         return fold(out), lambda dz: fold(vjp(unfold(dz, self.E)))
 
+    def scores_along(self, x: torch.Tensor, u: torch.Tensor):
+        """The wrapped model's closed-form ``scores_along`` on the folded layout: ``x``, ``u``
+        (E·N, ...) -> a function of steps (E·N, G) -> scores (E·N, G); None when it has none
+        (then a line search evaluates the model)."""
+        inner = getattr(self.model, "scores_along", None)
+        if type(self).forward is not Flat.forward or self._forward_hooks or self._forward_pre_hooks:
+            inner = None
+        at = inner(unfold(x, self.E), unfold(u, self.E)) if inner is not None else None
+        if at is None:
+            return None
+        return lambda t: fold(at(unfold(t, self.E)))
+
 
 class Member(nn.Module):
     """Copy ``e`` of an ensemble model ``(E, N, ...) -> (E, N, ...)`` as a plain
