@@ -9,6 +9,23 @@ furthest from (its statements are asymptotic in d), and reads nothing of the rad
 which need the d = 196 sweep.
 
 ``robustlab run docs/studies/experiments/lazy_adversarial_small_d.py --preset paper-small-d``
+
+Its result (23.1 min, 2026-11-27): eps-threshold **contradicted**, slope −0.09 [−0.28, 0.10];
+eps-sharp-drop inconclusive (its control passes). In the quick preset's own ε½ the slope is
+−0.21 over d ≤ 100 and −0.56 over d ≥ 100, and at d ≤ 100 the lazy networks' ε½ is close to
+the non-lazy control's: the candidate mechanism is that at small d the images' own margin, not
+laziness, sets the halving ε, and the d^−1/2 fall begins near d = 100.
+
+``paper-to-196`` adds d = 196 (size 14; the lazy ε grid and its control, the paper preset's
+settings, 5 seeds) to test that mechanism under the authors' protocol, registered before its
+run (2026-11-27 16:35). What the mechanism predicts, from the quick preset's ratio
+ε½(196)/ε½(100) = 0.69 against (196/100)^−1/2 = 0.71: the lazy networks' mean ε½ at d = 196
+below their d = 100 value by a factor of about 0.7 (0.221 → about 0.16), the non-lazy
+control's by much less (quick: 0.415 at d = 100, 0.217 at d = 784, a factor 0.52 over 7.8× in
+d where the lazy one fell by 0.31). Read on the mean ε½ per d with each seed's curve a unit.
+The claim itself (the slope over every d of the run, 25–196) is reported as it reads.
+``robustlab run docs/studies/experiments/lazy_adversarial_small_d.py --preset paper-to-196
+--reuse runs/<the paper-small-d run>`` computes only the d = 196 points.
 """
 import dataclasses
 
@@ -29,4 +46,14 @@ SMALL_D = Preset(
     n_seeds=_PAPER.n_seeds,
     description="the paper preset's ε grid and non-lazy control at d = 25, 49, 100 only",
 )
-STUDY = dataclasses.replace(LADV, name="lazy-adversarial-small-d", presets={**LADV.presets, "paper-small-d": SMALL_D})
+TO_196 = Preset(
+    dict(_PAPER.overrides),
+    (
+        {"size": [5, 7, 10, 14], "eps": _EPS},
+        {"size": [5, 7, 10, 14], "eps": _EPS, "C0": [NON_LAZY_C0]},
+    ),
+    n_seeds=_PAPER.n_seeds,
+    description="paper-small-d and d = 196: the ε grid and its non-lazy control at d = 25, 49, 100, 196",
+)
+STUDY = dataclasses.replace(LADV, name="lazy-adversarial-small-d",
+                            presets={**LADV.presets, "paper-small-d": SMALL_D, "paper-to-196": TO_196})
