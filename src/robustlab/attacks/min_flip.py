@@ -124,6 +124,7 @@ def _search(
     return b, found
 
 
+@torch.no_grad()
 def _line(model: nn.Module, x: torch.Tensor, u: torch.Tensor, f: torch.Tensor
           ) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """The model's closed-form scores along ``x + t u`` (``scores_along``), if it has them and
