@@ -171,6 +171,14 @@ def test_scores_along_steps_aside_for_an_override_or_a_hook():
     model.register_forward_hook(lambda mod, inp, out: out * 2)
     assert model.scores_along(x, x) is None
     assert Flat(_model(), 2).scores_along(fold(x), fold(x)) is not None
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda mod, inp, out: out)
+    try:  # a global hook may change any module's outputs
+        assert Flat(_model(), 2).scores_along(fold(x), fold(x)) is None
+    finally:
+        handle.remove()
+    hooked = Flat(_model(), 2)
+    hooked.register_forward_pre_hook(lambda mod, inp: inp)
+    assert hooked.scores_along(fold(x), fold(x)) is None
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .pullback import runs_as_written
+
 __all__ = ["Flat", "Member", "fold", "unfold"]
 
 
@@ -49,9 +51,7 @@ class Flat(nn.Module):
         """The wrapped model's closed-form ``scores_along`` on the folded layout: ``x``, ``u``
         (E·N, ...) -> a function of steps (E·N, G) -> scores (E·N, G); None when it has none
         (then a line search evaluates the model)."""
-        inner = getattr(self.model, "scores_along", None)
-        if type(self).forward is not Flat.forward or self._forward_hooks or self._forward_pre_hooks:
-            inner = None
+        inner = getattr(self.model, "scores_along", None) if runs_as_written(self, Flat) else None
         at = inner(unfold(x, self.E), unfold(u, self.E)) if inner is not None else None
         if at is None:
             return None

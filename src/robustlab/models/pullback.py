@@ -48,6 +48,14 @@ def _plain(m: nn.Module) -> bool:
                 or getattr(m, "_backward_pre_hooks", None) or parametrize.is_parametrized(m))
 
 
+def runs_as_written(m: nn.Module, cls: type[nn.Module]) -> bool:
+    """``m(x)`` is exactly ``cls.forward``'s formula: ``m`` does not override it, and no hook
+    (its own or a global one) or parametrisation changes what it computes. A closed form of a
+    model's outputs holds only then."""
+    return (type(m).forward is cls.forward and _plain(m)
+            and not (_module._global_forward_hooks or _module._global_forward_pre_hooks))
+
+
 def _layers(model: nn.Module) -> list[nn.Module] | None:
     """The layers of a plain ``nn.Sequential`` (nested ones flattened), or None."""
     if type(model) is not nn.Sequential or not _plain(model):

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .pullback import runs_as_written
+
 __all__ = ["TwoLayerReLU", "neuron_offsets", "project_to_ball", "outside_ball"]
 
 # floats of the work tensor of one pass of TwoLayerReLU.scores_along (16 MB in float32)
@@ -131,8 +133,9 @@ class TwoLayerReLU(nn.Module):
         ``z = Wx + b`` and ``v = Wu`` computed once, so each evaluation costs ``O(m)`` per
         point and step instead of a forward pass's ``O(d·m)`` (a line search evaluates tens of
         steps per point). The same numbers as ``forward(x + t u)`` up to float rounding.
-        None where ``forward`` is overridden or hooked (then callers evaluate the model)."""
-        if type(self).forward is not TwoLayerReLU.forward or self._forward_hooks or self._forward_pre_hooks:
+        None where ``forward`` is overridden, hooked or parametrised (then callers evaluate
+        the model)."""
+        if not runs_as_written(self, TwoLayerReLU):
             return None
         z = self.preactivation(x)  # (E, N, m)
         v = torch.einsum("end,emd->enm", u, self.weight)
