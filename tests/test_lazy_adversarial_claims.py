@@ -18,6 +18,7 @@ from robustlab.studies._lazy_common import NON_LAZY_C0
 from robustlab.studies.lazy_adversarial import STUDY
 from robustlab.studies.lazy_adversarial_claims import (
     claims,
+    eps_margin_claim,
     eps_sharp_claim,
     eps_threshold_claim,
     radius_high_claim,
@@ -165,6 +166,44 @@ def test_a_planted_under_trained_network_is_excluded_from_the_radius_claims():
 def test_every_builtin_claim_has_a_control_and_declared_premises():
     specs = {s.id: s for s in STUDY.claim_specs}
     df = pd.concat([_adv_df(), _radius_df(_transition)])
+    kinds = {}
     for c in claims(df, None):
-        assert c.id in specs and c.kind == cm.CLAIM == specs[c.id].kind
-        assert specs[c.id].control is not None and c.control is not None, c.id
+        assert c.id in specs and c.kind == specs[c.id].kind
+        kinds[c.id] = c.kind
+        if c.kind == cm.CLAIM:
+            assert specs[c.id].control is not None and c.control is not None, c.id
+    assert kinds.pop("eps-half-lazy-vs-control") == cm.EXPLORATORY
+    assert set(kinds.values()) == {cm.CLAIM}
+
+
+# the exploratory question: the lazy ε½ over the control's, from the smallest d to the largest
+
+def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
+    c = eps_margin_claim(_adv_df())  # lazy 2.3/√d, control flat at 0.3
+    assert c.kind == cm.EXPLORATORY and c.decision.verdict == REPRODUCED, (c.decision, c.evidence)
+    ev = c.evidence
+    assert (ev["d_low"], ev["d_high"]) == (25, 784)
+    per = {row["d"]: row for row in ev["per_d"]}
+    # the change is the quotient of the two ratios of geometric means, exactly
+    assert ev["ratio_change"] == pytest.approx(per[784]["ratio"] / per[25]["ratio"], rel=1e-12)
+    # and near the planted d^−½ fall against a flat control (ε½ read off a 7-point grid: ~10 % each)
+    assert ev["ratio_change"] == pytest.approx(math.sqrt(25 / 784), rel=0.25)
+    for d, row in per.items():
+        assert row["ratio"] == pytest.approx(2.3 / math.sqrt(d) / 0.3, rel=0.15), row
+
+
+@pytest.mark.parametrize("control, state", [
+    ({"threshold": lambda d: 20.0 / d, "steep": 6.0}, CONTRADICTED),  # the control falls faster than the lazy nets
+    ({"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0, "noise": 0.3}, INCONCLUSIVE),  # both fall alike
+])
+def test_eps_margin_can_fail(control, state):
+    c = eps_margin_claim(_adv_df(control=control))
+    assert c.decision.verdict == state, (c.decision, c.evidence)
+
+
+def test_eps_margin_needs_the_control_at_two_sizes():
+    df = _adv_df()
+    assert eps_margin_claim(df[df["C0"] < NON_LAZY_C0]).decision.verdict == NOT_APPLICABLE
+    only_one = df[(df["C0"] < NON_LAZY_C0) | (df["d"] == 100)]
+    c = eps_margin_claim(only_one)
+    assert c.decision.verdict == NOT_APPLICABLE and c.evidence["per_d"][1]["control_curves"] == 3

@@ -57,6 +57,37 @@ def test_welch_difference_matches_scipy():
     assert (est.low, est.high) == pytest.approx((ci.low, ci.high), abs=1e-10)
 
 
+def test_contrast_of_two_groups_is_welchs_difference():
+    a, b = np.array([1.0, 1.2, 0.9, 1.4]), np.array([0.2, 0.5, 0.1, 0.3, 0.35])
+    est, ref = stats.contrast_estimate([a, b], [1.0, -1.0]), difference_estimate(a, b)
+    assert (est.value, est.low, est.high) == pytest.approx((ref.value, ref.low, ref.high), abs=1e-12)
+
+
+def test_contrast_of_four_groups_closed_form():
+    # a difference of differences, by hand in float64: se² = Σ w² s²/n, Welch–Satterthwaite dof
+    g = [np.array([0.1, 0.4, 0.2]), np.array([1.0, 1.5, 1.1, 1.3]), np.array([2.0, 2.2]),
+         np.array([0.3, 0.1, 0.6, 0.2, 0.4])]
+    w = [1.0, -1.0, -1.0, 1.0]
+    est = stats.contrast_estimate(g, w)
+    value = sum(wi * x.mean() for wi, x in zip(w, g))
+    terms = [wi ** 2 * x.var(ddof=1) / x.size for wi, x in zip(w, g)]
+    dof = sum(terms) ** 2 / sum(t ** 2 / (x.size - 1) for t, x in zip(terms, g))
+    half = sps.t.ppf(0.975, dof) * math.sqrt(sum(terms))
+    assert est.value == pytest.approx(value, abs=1e-14)
+    assert (est.low, est.high) == pytest.approx((value - half, value + half), abs=1e-12)
+    assert est.n == 2 and "2+4+2+5" not in est.method and "3+4+2+5" in est.method
+
+
+def test_contrast_edge_cases():
+    assert math.isnan(stats.contrast_estimate([[1.0, 2.0], []], [1.0, -1.0]).value)
+    one = stats.contrast_estimate([[1.0], [0.5, 0.7]], [1.0, -1.0])
+    assert one.value == pytest.approx(0.4) and one.low == -math.inf and one.high == math.inf
+    left = stats.contrast_estimate([[1.0, 2.0, float("nan")], [0.5, 0.7]], [1.0, -1.0])
+    assert "1 non-finite left out" in left.method
+    with pytest.raises(ValueError, match="one weight per group"):
+        stats.contrast_estimate([[1.0, 2.0]], [1.0, -1.0])
+
+
 def test_wilson_interval_closed_form():
     est = proportion_estimate(8, 10)
     assert (est.low, est.high) == pytest.approx((0.4902, 0.9433), abs=1e-4)

@@ -37,7 +37,7 @@ __all__ = [
     "REPRODUCED", "CONTRADICTED", "INCONCLUSIVE", "NOT_APPLICABLE", "VERDICTS",
     "Estimate", "Condition", "Verdict",
     "mean_estimate", "difference_estimate", "slope_estimate", "bootstrap_estimate",
-    "proportion_estimate", "log_ratio_estimate",
+    "proportion_estimate", "log_ratio_estimate", "contrast_estimate",
     "decide", "not_applicable", "combine", "seeds_needed", "seeds_for",
     "t_quantile",
 ]
@@ -185,6 +185,36 @@ def log_ratio_estimate(a: Iterable[float], b: Iterable[float], *, level: float =
         raise ValueError("a log ratio needs positive values")
     est = difference_estimate(np.log(a), np.log(b), level=level, paired=paired, what=what)
     return dataclasses.replace(est, method="log ratio: " + est.method)
+
+
+def contrast_estimate(groups: Sequence[Iterable[float]], weights: Sequence[float], *, level: float = 0.95,
+                      what: str = "seeds") -> Estimate:
+    """``Σ wᵢ · mean(groupᵢ)`` over independent groups, with the Welch–Satterthwaite t interval:
+    ``se² = Σ wᵢ² sᵢ²/nᵢ`` and ``dof = se⁴ / Σ (wᵢ² sᵢ²/nᵢ)² / (nᵢ − 1)``. Two groups with
+    weights (1, −1) give :func:`difference_estimate`'s Welch interval; four with (1, −1, −1, 1)
+    a difference of differences (an interaction: does a gap between two settings change from
+    one condition to another?). Non-finite values are left out and named in ``method``."""
+    if len(groups) != len(weights) or not groups:
+        raise ValueError(f"a contrast needs one weight per group, got {len(groups)} groups and {len(weights)} weights")
+    cleaned = [_clean(g) for g in groups]
+    arrays, out = [a for a, _ in cleaned], sum(o for _, o in cleaned)
+    sizes = [a.size for a in arrays]
+    w = [float(x) for x in weights]
+    label = f"Welch–Satterthwaite contrast over {'+'.join(map(str, sizes))} {what}"
+    if min(sizes) == 0:
+        return _left_out(Estimate(math.nan, math.nan, math.nan, 0, "contrast of means (a group is empty)", level), out)
+    value = float(sum(wi * a.mean() for wi, a in zip(w, arrays)))
+    n = min(sizes)
+    if n < 2:
+        return _left_out(Estimate(value, -math.inf, math.inf, n, "contrast of means (no interval)", level), out)
+    terms = [wi * wi * float(a.var(ddof=1)) / a.size for wi, a in zip(w, arrays)]
+    se2 = sum(terms)
+    if se2 == 0:
+        return _left_out(Estimate(value, value, value, n, label, level, 0.0), out)
+    dof = se2 ** 2 / sum(t * t / (a.size - 1) for t, a in zip(terms, arrays))
+    half = t_quantile(level, dof) * math.sqrt(se2)
+    # per-seed spread when every group grows together (one seed adds one to each)
+    return _left_out(Estimate(value, value - half, value + half, n, label, level, math.sqrt(se2 * n)), out)
 
 
 def slope_estimate(x: Iterable[float], y: Iterable[float], *, log_x: bool = False, log_y: bool = False,

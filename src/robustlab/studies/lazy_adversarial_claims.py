@@ -10,6 +10,9 @@ the claims engine (:mod:`robustlab.claims`).
   grid with ``claims.across``), robust accuracy is above 0.75, every width.
 * ``radius-transition``: the radius R½ at which robust accuracy reaches 0.5, in lazy radii
   (R½·√m/C0), is the same for every width: the slope of log R½ on log m lies in [−0.7, −0.3].
+* ``eps-half-lazy-vs-control`` (exploratory, this study's reading of why ``eps-threshold``
+  depends on the range of d): the lazy networks' halving ε over the non-lazy control's falls as
+  d grows (:func:`eps_margin_claim`).
 
 Controls, chosen before looking, each with the reason it must fail there:
 
@@ -82,6 +85,7 @@ SPECS = (
         "clean accuracy does not need the neurons past the lazy radius (lazy networks fit the task inside "
         "it), so its 0.5-crossing is not tied to C0/√m; the same R½·√m there would make the transition "
         "one of fitting, not of robustness"), min_points=2),
+    cm.ClaimSpec("eps-half-lazy-vs-control", kind=cm.EXPLORATORY, premises=("trained",), min_points=2),
 )
 _SPEC = {s.id: s for s in SPECS}
 
@@ -155,15 +159,22 @@ def _sharp_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     return stats.combine(parts, reason="every d must hold"), {"per_d": per_d}
 
 
-def _scaling_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
-    """Log–log OLS slope of the per-curve halving ε on d inside SLOPE_BAND, t interval; a curve
-    that starts at or below 50 % or never halves inside the grid gives no point (counted)."""
+def _halving(runs: pd.DataFrame) -> tuple[list[tuple[int, float]], int]:
+    """(d, ε½) of every curve that halves inside the ε grid, and the number of curves: a curve
+    that starts at or below 50 % or never halves gives no point."""
     pts, total = [], 0
     for d, _seed, xs, ys in _seed_curves(runs):
         total += 1
         e = crossing(xs, ys, 0.5)
         if np.isfinite(e) and len(ys) and ys[0] > 0.5:
             pts.append((d, e))
+    return pts, total
+
+
+def _scaling_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """Log–log OLS slope of the per-curve halving ε on d inside SLOPE_BAND, t interval; a curve
+    that starts at or below 50 % or never halves inside the grid gives no point (counted)."""
+    pts, total = _halving(runs)
     evidence: dict = {"seed_eps_half": [[d, e] for d, e in pts], "curves_with_halving_eps": f"{len(pts)}/{total}"}
     nd = len({d for d, _ in pts})
     if nd < _SPEC["eps-threshold"].min_points:
@@ -227,6 +238,89 @@ def eps_threshold_claim(df: pd.DataFrame) -> Claim:
                       f"its log–log slope against d lies in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]", _scaling_family,
                       {"effect": "OLS slope of log ε½ on log d over (d, seed) curves, t interval",
                        "band": list(SLOPE_BAND), "theory_slope": -0.5})
+
+
+def _margin_family(lazy: pd.DataFrame, ctrl: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """log(ε½ lazy / ε½ control) at the largest d measured with both, minus the same at the
+    smallest: a difference of differences of mean log ε½ (each curve a unit, the four groups
+    independent), Welch–Satterthwaite t interval, decided below 0."""
+    (lp, lt), (cp, ct) = _halving(lazy), _halving(ctrl)
+    by_l: dict[int, list[float]] = {}
+    by_c: dict[int, list[float]] = {}
+    for d, e in lp:
+        by_l.setdefault(d, []).append(math.log(e))
+    for d, e in cp:
+        by_c.setdefault(d, []).append(math.log(e))
+    both = sorted(d for d in by_l if len(by_l[d]) >= 2 and len(by_c.get(d, ())) >= 2)
+    per_d = []
+    for d in sorted(set(by_l) | set(by_c)):
+        lv, cv = by_l.get(d, []), by_c.get(d, [])
+        row = {"d": d, "lazy_eps_half": math.exp(np.mean(lv)) if lv else None,
+               "control_eps_half": math.exp(np.mean(cv)) if cv else None,
+               "lazy_curves": len(lv), "control_curves": len(cv)}
+        if d in both:
+            r = stats.contrast_estimate([lv, cv], [1.0, -1.0], what="curves")
+            row.update(ratio=math.exp(r.value), ratio_ci=[math.exp(r.low), math.exp(r.high)])
+        per_d.append(row)
+    evidence = {"per_d": per_d, "curves_with_halving_eps": {"lazy": f"{len(lp)}/{lt}", "control": f"{len(cp)}/{ct}"}}
+    if len(both) < _SPEC["eps-half-lazy-vs-control"].min_points:
+        return cm.too_few(len(both), _SPEC["eps-half-lazy-vs-control"].min_points,
+                          what="values of d with >= 2 halving curves of both the lazy networks and the control"), evidence
+    lo, hi = both[0], both[-1]
+    est = stats.contrast_estimate([by_l[hi], by_c[hi], by_l[lo], by_c[lo]], [1.0, -1.0, -1.0, 1.0], what="curves")
+    evidence.update({"d_low": lo, "d_high": hi, "ratio_change": math.exp(est.value),
+                     "ratio_change_ci": [math.exp(est.low), math.exp(est.high)]})
+    return stats.decide(est, threshold=0.0, side="below"), evidence
+
+
+def eps_margin_claim(df: pd.DataFrame) -> Claim:
+    """Exploratory: the lazy networks' halving ε falls relative to the non-lazy control's as d
+    grows (see :func:`_margin_family`).
+
+    Why it is asked (registered 2026-11-27 before the d = 196 run under the authors' protocol,
+    docs/studies/experiments/lazy_adversarial_small_d.py): ``eps-threshold`` read −0.09 over d =
+    25–100 under that protocol, with the lazy networks' ε½ close to the non-lazy control's. The
+    reading: at small d the images' own ℓ2 margin, not laziness, sets the halving ε, and the
+    d^−½ bound of Thm 3.1 takes over only where it falls below that margin. If so, the ratio of
+    the lazy ε½ to the control's falls from the smallest d to the largest; if laziness set ε½
+    at every d, or the control fell as fast, it would not. The paper states no such ratio, so
+    it is exploratory; the networks are the ε claims' (the ``trained`` premise, and
+    ``non-lazy`` on the control)."""
+    cid = "eps-half-lazy-vs-control"
+    st = ("exploratory (this study's reading of why eps-threshold depends on the range of d): the lazy "
+          "networks' halving ε, over the non-lazy control's at the same d, is smaller at the largest d "
+          "measured with both than at the smallest: log of that ratio's change below 0")
+    rows = _net(_eps_rows(df))
+    kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
+    lazy_all = kept[kept["C0"] < NON_LAZY_C0]
+    if lazy_all.empty or not (rows["C0"] < NON_LAZY_C0).any() or not (rows["C0"] == NON_LAZY_C0).any():
+        return Claim(cid, st, cm.too_few(0, 1, what="ε curves of both the lazy networks and the non-lazy control"),
+                     {}, SOURCE, kind=cm.EXPLORATORY, excluded=excl)
+    c0_max = float(rows.loc[rows["C0"] < NON_LAZY_C0, "C0"].max())
+    ctrl_all, cexcl = cm.apply_premises(kept[kept["C0"] == NON_LAZY_C0], [_non_lazy(c0_max)], unit=["_curve"])
+    # a lazy family is compared with the control runs that differ from it only in C0
+    key = point_ids(kept, _config(), ("seed", "eps", "size", "dim", "C0"))
+    results = []
+    for k, lazy in lazy_all.groupby(key.loc[lazy_all.index]):
+        ctrl = ctrl_all[key.loc[ctrl_all.index] == k]
+        if ctrl.empty:
+            continue
+        v, ev = _margin_family(lazy, ctrl)
+        results.append((lazy, v, ev))
+    if not results:
+        verdict, evidence = cm.too_few(0, 1, what="lazy families with a matching non-lazy control"), {}
+    elif len(results) == 1:
+        verdict, evidence = results[0][1], results[0][2]
+    else:
+        verdict = stats.combine([r[1] for r in results], reason="every family must hold")
+        evidence = {"families": [{**describe_family(f, ("m", "C0", "lr", "bias")), "verdict": v.verdict, **ev}
+                                 for f, v, ev in results]}
+    evidence = {"effect": "log(ε½ lazy / ε½ control) at the largest d minus at the smallest (ratios of geometric "
+                          "means over curves), Welch–Satterthwaite t interval; below 0 if the lazy networks lose "
+                          "robustness relative to the control as d grows", **evidence,
+                "control_excluded": [e.to_dict() for e in cexcl]}
+    return Claim(cid, st, verdict, evidence, "this study's reading of " + SOURCE, kind=cm.EXPLORATORY,
+                 excluded=excl)
 
 
 # ---------------------------------------------------------------------------------------
@@ -348,8 +442,8 @@ def radius_transition_claim(df: pd.DataFrame) -> Claim:
 
 def claims(df: pd.DataFrame, ctx) -> list[Claim]:
     return [eps_sharp_claim(df), eps_threshold_claim(df), radius_low_claim(df), radius_high_claim(df),
-            radius_transition_claim(df)]
+            radius_transition_claim(df), eps_margin_claim(df)]
 
 
 __all__ = ["SPECS", "PREMISES", "claims", "eps_sharp_claim", "eps_threshold_claim", "radius_low_claim",
-           "radius_high_claim", "radius_transition_claim"]
+           "radius_high_claim", "radius_transition_claim", "eps_margin_claim"]
