@@ -146,6 +146,14 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
                 xs = np.geomspace(min(ds), max(ds), 32)
                 ax.plot(xs, fit.predict(xs), "-", color=COLORS[0], lw=1, label=f"fit: slope {fit.text()}")
                 theory_line(ax, ds, -0.5, min(ds), float(fit.predict(min(ds))), "d^−1/2")
+        # the non-lazy control beside them (eps-half-lazy-vs-control): where the images' margin, not
+        # laziness, sets ε½ the two coincide
+        margin = lvc.eps_margin_claim(df).evidence
+        per_d = margin.get("per_d") or [r for fam in margin.get("families", []) for r in fam.get("per_d", [])]
+        ctl = sorted((r["d"], r["control_eps_half"]) for r in per_d if r.get("control_eps_half"))
+        if ctl:
+            ax.plot(*zip(*ctl), "s--", color=COLORS[1], lw=1,
+                    label=f"non-lazy control (C0 = {NON_LAZY_C0:g}), geometric mean")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("input dimension d")
@@ -159,7 +167,8 @@ def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
             "(a) Robust test accuracy under ℓ2 PGD after projected adversarial training, mean ± std over "
             "seeds; it should collapse past a threshold that moves left as d grows. (b) The ε at which "
             "robust accuracy falls to half the clean accuracy, with its log–log fit; dashed: the "
-            "theorem's d^−1/2."))
+            "theorem's d^−1/2; squares: the same for the non-lazy control that left the lazy ball "
+            "(geometric mean over seeds per d; the exploratory question eps-half-lazy-vs-control)."))
     runs = df[df["R_factor"].notna()]
     if len(runs):
         fig, axes = subplots(1, 1, squeeze=False)

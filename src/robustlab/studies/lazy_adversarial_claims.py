@@ -101,7 +101,7 @@ def _net(df: pd.DataFrame) -> pd.DataFrame:
 
 def _non_lazy(c0_max: float) -> cm.Premise:
     return cm.premise_at_least("non-lazy", "C0_used", c0_max,
-                               f"the network moved beyond the lazy ball (max offset·√m > {c0_max:g})")
+                               "the network left the lazy ball: its largest neuron offset from init times √m")
 
 
 def _with_relative(df: pd.DataFrame) -> pd.DataFrame:
