@@ -46,6 +46,10 @@ def test_a_claim_without_control_is_marked_and_a_self_check_is_not_downgraded():
     # a self-check's "control" does not apply the discrimination rule (it is an invariant)
     s = Claim("y", "s", _rep(), {}, kind=cl.SELF_CHECK, control=cl.Control("c", _rep()))
     assert s.decision.verdict == stats.REPRODUCED
+    # an exploratory reading with a control obeys the rule as a claim does
+    e = Claim("e", "s", _rep(), {}, kind=cl.EXPLORATORY, control=cl.Control("c", _rep()))
+    assert e.decision.verdict == stats.INCONCLUSIVE and e.verdict_before_control == stats.REPRODUCED
+    assert "fail_check" not in Claim("f", "s", _rep(), {}, kind=cl.EXPLORATORY).to_dict()
     with pytest.raises(ValueError, match="kind"):
         Claim("z", "s", _rep(), {}, kind="theorem")
 

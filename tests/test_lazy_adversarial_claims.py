@@ -181,6 +181,8 @@ def test_every_builtin_claim_has_a_control_and_declared_premises():
 def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
     c = eps_margin_claim(_adv_df())  # lazy 2.3/√d, control flat at 0.3
     assert c.kind == cm.EXPLORATORY and c.decision.verdict == REPRODUCED, (c.decision, c.evidence)
+    # its placebo (the control's even seeds against its odd ones) does not pass
+    assert c.control is not None and c.control.verdict.verdict != REPRODUCED, c.control
     ev = c.evidence
     assert (ev["d_low"], ev["d_high"]) == (25, 784)
     per = {row["d"]: row for row in ev["per_d"]}
@@ -207,3 +209,16 @@ def test_eps_margin_needs_the_control_at_two_sizes():
     only_one = df[(df["C0"] < NON_LAZY_C0) | (df["d"] == 100)]
     c = eps_margin_claim(only_one)
     assert c.decision.verdict == NOT_APPLICABLE and c.evidence["per_d"][1]["control_curves"] == 3
+
+
+def test_eps_margin_with_a_placebo_that_passes_too_is_inconclusive():
+    # a control whose even seeds fall like d^−½ and odd seeds stay flat: the halves part with d
+    # (the lazy networks fall like 1/d, so that they still part from the mixed control)
+    ds = (25, 100, 196)
+    even = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 2.3 / math.sqrt(d), seed=9, seeds=4, ds=ds))
+    odd = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 0.3, seed=10, seeds=4, ds=ds))
+    even["seed"], odd["seed"] = 2 * even["seed"], 2 * odd["seed"] + 1
+    df = pd.concat([pd.DataFrame(_curves(threshold=lambda d: 4.0 / d, seeds=8, ds=ds)), even, odd])
+    c = eps_margin_claim(df)
+    assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED, c.control
+    assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason

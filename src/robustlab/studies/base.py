@@ -80,10 +80,11 @@ class Claim:
 
     The claims engine (:mod:`robustlab.claims`): ``kind`` is ``claim``, ``self-check`` or
     ``exploratory``; ``control`` the same rule where the effect must be absent (a reproduced
-    claim whose control passes too turns inconclusive here, so no study can forget it; the
-    verdict before that is kept in ``verdict_before_control``); ``excluded`` the points each
-    premise removed; ``across`` the verdict at every value of a knob the paper leaves open;
-    ``variants`` other protocols reported beside the main one (never substituted into it).
+    claim or exploratory reading whose control passes too turns inconclusive here, so no study
+    can forget it; the verdict before that is kept in ``verdict_before_control``); ``excluded``
+    the points each premise removed; ``across`` the verdict at every value of a knob the paper
+    leaves open; ``variants`` other protocols reported beside the main one (never substituted
+    into it).
     """
 
     id: str
@@ -114,7 +115,7 @@ class Claim:
         object.__setattr__(self, "excluded", tuple(self.excluded))
         object.__setattr__(self, "verdict_before_control", v.verdict)
         object.__setattr__(self, "raw_verdict", v)
-        if self.kind == claimsmod.CLAIM:
+        if self.kind != claimsmod.SELF_CHECK:  # a self-check is an invariant: no discrimination rule
             v = claimsmod.with_control(v, self.control)
         object.__setattr__(self, "verdict", v)
 

@@ -85,7 +85,11 @@ SPECS = (
         "clean accuracy does not need the neurons past the lazy radius (lazy networks fit the task inside "
         "it), so its 0.5-crossing is not tied to C0/√m; the same R½·√m there would make the transition "
         "one of fitting, not of robustness"), min_points=2),
-    cm.ClaimSpec("eps-half-lazy-vs-control", kind=cm.EXPLORATORY, premises=("trained",), min_points=2),
+    cm.ClaimSpec("eps-half-lazy-vs-control", kind=cm.EXPLORATORY, premises=("trained",), control=cm.ControlSpec(
+        "placebo: the non-lazy control's even seeds against its odd seeds",
+        "the two halves are the same kind of network at every d, so their ratio of halving ε has no reason "
+        "to change with d: a fall read there would come from noise or from the estimator, not from laziness"),
+        min_points=2),
 )
 _SPEC = {s.id: s for s in SPECS}
 
@@ -187,16 +191,19 @@ def _scaling_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     return stats.decide(est, threshold=SLOPE_BAND, side="inside", seeds=max(1, round(len(pts) / nd))), evidence
 
 
-def _judge_families(rows: pd.DataFrame, judge) -> tuple[stats.Verdict, dict | list]:
-    fams = families(rows, _config(), ("eps", "size", "dim"))
-    if not fams:
-        return cm.too_few(0, 1, what="ε curves"), {}
-    results = [judge(f) for f in fams]
+def _joined(results: list[tuple[pd.DataFrame, stats.Verdict, dict]], what: str) -> tuple[stats.Verdict, dict | list]:
+    """One family's (verdict, evidence) as it is; several joined (every family must hold), with
+    a list of per-family evidence; none: not applicable for want of ``what``."""
+    if not results:
+        return cm.too_few(0, 1, what=what), {}
     if len(results) == 1:
-        return results[0]
-    return (stats.combine([r[0] for r in results], reason="every family must hold"),
-            [{**describe_family(f, ("m", "C0", "lr", "bias")), "verdict": r[0].verdict, **r[1]}
-             for f, r in zip(fams, results)])
+        return results[0][1], results[0][2]
+    return (stats.combine([v for _, v, _ in results], reason="every family must hold"),
+            [{**describe_family(f, ("m", "C0", "lr", "bias")), "verdict": v.verdict, **ev} for f, v, ev in results])
+
+
+def _judge_families(rows: pd.DataFrame, judge) -> tuple[stats.Verdict, dict | list]:
+    return _joined([(f, *judge(f)) for f in families(rows, _config(), ("eps", "size", "dim"))], "ε curves")
 
 
 def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge, base_ev: dict) -> Claim:
@@ -244,13 +251,14 @@ def _margin_family(lazy: pd.DataFrame, ctrl: pd.DataFrame) -> tuple[stats.Verdic
     """log(ε½ lazy / ε½ control) at the largest d measured with both, minus the same at the
     smallest: a difference of differences of mean log ε½ (each curve a unit, the four groups
     independent), Welch–Satterthwaite t interval, decided below 0."""
+    def log_by_d(pts: list[tuple[int, float]]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for d, e in pts:
+            out.setdefault(d, []).append(math.log(e))
+        return out
+
     (lp, lt), (cp, ct) = _halving(lazy), _halving(ctrl)
-    by_l: dict[int, list[float]] = {}
-    by_c: dict[int, list[float]] = {}
-    for d, e in lp:
-        by_l.setdefault(d, []).append(math.log(e))
-    for d, e in cp:
-        by_c.setdefault(d, []).append(math.log(e))
+    by_l, by_c = log_by_d(lp), log_by_d(cp)
     both = sorted(d for d in by_l if len(by_l[d]) >= 2 and len(by_c.get(d, ())) >= 2)
     per_d = []
     for d in sorted(set(by_l) | set(by_c)):
@@ -259,7 +267,7 @@ def _margin_family(lazy: pd.DataFrame, ctrl: pd.DataFrame) -> tuple[stats.Verdic
                "control_eps_half": math.exp(np.mean(cv)) if cv else None,
                "lazy_curves": len(lv), "control_curves": len(cv)}
         if d in both:
-            r = stats.contrast_estimate([lv, cv], [1.0, -1.0], what="curves")
+            r = stats.difference_estimate(lv, cv, what="curves")  # Welch, on the logs
             row.update(ratio=math.exp(r.value), ratio_ci=[math.exp(r.low), math.exp(r.high)])
         per_d.append(row)
     evidence = {"per_d": per_d, "curves_with_halving_eps": {"lazy": f"{len(lp)}/{lt}", "control": f"{len(cp)}/{ct}"}}
@@ -290,7 +298,7 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
     st = ("exploratory (this study's reading of why eps-threshold depends on the range of d): the lazy "
           "networks' halving ε, over the non-lazy control's at the same d, is smaller at the largest d "
           "measured with both than at the smallest: log of that ratio's change below 0")
-    rows = _net(_eps_rows(df))
+    rows = _net(_eps_rows(df)).reset_index(drop=True)  # one label per row: families are matched by it
     kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
     lazy_all = kept[kept["C0"] < NON_LAZY_C0]
     if lazy_all.empty or not (rows["C0"] < NON_LAZY_C0).any() or not (rows["C0"] == NON_LAZY_C0).any():
@@ -300,27 +308,23 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
     ctrl_all, cexcl = cm.apply_premises(kept[kept["C0"] == NON_LAZY_C0], [_non_lazy(c0_max)], unit=["_curve"])
     # a lazy family is compared with the control runs that differ from it only in C0
     key = point_ids(kept, _config(), ("seed", "eps", "size", "dim", "C0"))
-    results = []
-    for k, lazy in lazy_all.groupby(key.loc[lazy_all.index]):
-        ctrl = ctrl_all[key.loc[ctrl_all.index] == k]
-        if ctrl.empty:
-            continue
-        v, ev = _margin_family(lazy, ctrl)
-        results.append((lazy, v, ev))
-    if not results:
-        verdict, evidence = cm.too_few(0, 1, what="lazy families with a matching non-lazy control"), {}
-    elif len(results) == 1:
-        verdict, evidence = results[0][1], results[0][2]
-    else:
-        verdict = stats.combine([r[1] for r in results], reason="every family must hold")
-        evidence = {"families": [{**describe_family(f, ("m", "C0", "lr", "bias")), "verdict": v.verdict, **ev}
-                                 for f, v, ev in results]}
+    pairs = [(lazy, ctrl_all[key.loc[ctrl_all.index] == k]) for k, lazy in lazy_all.groupby(key.loc[lazy_all.index])]
+    pairs = [(lazy, ctrl) for lazy, ctrl in pairs if not ctrl.empty]
+    what = "lazy families with a matching non-lazy control"
+    verdict, evidence = _joined([(lazy, *_margin_family(lazy, ctrl)) for lazy, ctrl in pairs], what)
+    if not isinstance(evidence, dict):
+        evidence = {"families": evidence}
+    # the placebo: the control's even seeds against its odd ones, the same rule
+    even = [ctrl["seed"] % 2 == 0 for _, ctrl in pairs]
+    cv, cev = _joined([(ctrl, *_margin_family(ctrl[e], ctrl[~e])) for (_, ctrl), e in zip(pairs, even)], what)
+    control = cm.control_from(_SPEC[cid].control, cv)
+    evidence["control"] = cev
     evidence = {"effect": "log(ε½ lazy / ε½ control) at the largest d minus at the smallest (ratios of geometric "
                           "means over curves), Welch–Satterthwaite t interval; below 0 if the lazy networks lose "
                           "robustness relative to the control as d grows", **evidence,
                 "control_excluded": [e.to_dict() for e in cexcl]}
     return Claim(cid, st, verdict, evidence, "this study's reading of " + SOURCE, kind=cm.EXPLORATORY,
-                 excluded=excl)
+                 control=control, excluded=excl)
 
 
 # ---------------------------------------------------------------------------------------
