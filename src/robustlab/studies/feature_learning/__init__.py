@@ -79,9 +79,12 @@ What the claims meet at these scales (reported, not hidden):
 
 from __future__ import annotations
 
+import inspect
+
 from ..base import Preset, Study
 from .claims import CLAIM_SPECS, claims
 from .common import PREMISES
+from .dynamics import POPULATIONS
 from .figures import figures
 from .images import PREMISE as _IMAGE_PREMISE
 from .presets import (
@@ -91,6 +94,7 @@ from .presets import (
     PAPER_GRID,
     PAPER_MNIST_GRID,
     QUICK_GRID,
+    REGIME_GRID,
     SOURCE,
     FeatureLearningConfig,
 )
@@ -116,6 +120,15 @@ STUDY = Study(
         "mechanism": Preset({}, MECHANISM_GRID, n_seeds=3,
                             description="one-step adversarial training at quick scale over the theorem's knobs "
                                         "(ε × m grid; σ₀, P, q, training length one at a time), judged inside span{v}"),
+        "regime": Preset({}, REGIME_GRID, n_seeds=2,
+                         description="the regime search toward the rebuttal's orders: d in {64, 256, 1024}, sigma_n = "
+                                     "1/sqrt d, N = d, alpha = 4, beta = eps = 1, P = 129, sigma0 = 1/d, lr 0.3 x 1000 "
+                                     "steps, eta~ in {1, 10, 100, 1000}, k in {2, 5}; standard beside each (d, k); "
+                                     "is phase 2 reached?"),
+        "regime-d64": Preset({}, [b for b in REGIME_GRID if b["d"] == [64]], n_seeds=2,
+                             description="the regime search at d = 64 only (a slice)"),
+        "regime-d256": Preset({}, [b for b in REGIME_GRID if b["d"] == [256]], n_seeds=2,
+                              description="the regime search at d = 256 only (a slice)"),
         "paper-mnist": Preset(PAPER_BASE, PAPER_MNIST_GRID, n_seeds=5,
                               description="A6 on the full MNIST (60,000 training images), the paper preset's "
                                           "mnist5k protocol: needs --data-dir, a folder holding mnist.pkl.gz "
@@ -133,4 +146,6 @@ STUDY = Study(
     probe=probe_point,  # --dry-run times the image groups through short probes (the full MNIST's take hours)
     claim_specs=CLAIM_SPECS,
     premises={**PREMISES, _IMAGE_PREMISE.name: _IMAGE_PREMISE},
+    # the populations measured inside the runs that a control names (the engine of issue 51 checks them)
+    **({"populations": POPULATIONS} if "populations" in inspect.signature(Study).parameters else {}),
 )
