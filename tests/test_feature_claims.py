@@ -646,7 +646,7 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     quick = plan(STUDY, preset="quick")
     # blocks at their own seed counts: main (2 methods), the active η̃ range, the images (2 datasets × 2 methods)
     # (and A2c's attribution on hand-set weights: 3 points × 3 seeds; A4's limit: 4 points × 2 seeds)
-    assert len(quick.points) == (46 * 3 + 2 * QUICK_MAIN_SEEDS + len(QUICK_ETA_ACTIVE) * QUICK_ETA_ACTIVE_SEEDS
+    assert len(quick.points) == (45 * 3 + 2 * QUICK_MAIN_SEEDS + len(QUICK_ETA_ACTIVE) * QUICK_ETA_ACTIVE_SEEDS
                                  + 4 * QUICK_IMAGE_SEEDS + 3 * 3 + 4 * 2)
     # the claims about the end state and the crossing share one horizon (A4 pairs eps with main,
     # A5 pools eps with main, A3 pools eta with main)
@@ -729,9 +729,10 @@ def test_real_runs_record_clipping_threats_feature_use_and_the_counter_experimen
     assert 0.0 <= fin["clip_frac_v_phase1"] <= 1.0 and 0.0 <= fin["threat_linf_all"] <= 1.0
     assert len([r for r in out[0] if r["kind"] == "clip"]) == 5
     sweep = {r["eps_over_alpha"]: r for r in out[0] if r["kind"] == "eps_sweep"}
-    assert len(sweep) == 6
+    assert sorted(sweep) == [0.15, 0.2, 0.3, 0.4]
     assert sweep[0.4]["every_patch_acc"] == fin["threat_linf_all"]  # u on every patch, at ε = eval_eps
-    assert "v_swap_acc" in sweep[0.4] and "v_swap_acc" not in sweep[0.1]  # attribution budgets only
+    assert "v_swap_acc" in sweep[0.4] and "v_swap_acc" not in sweep[0.3]  # attribution budgets only
+    assert fin["linf_acc_r100"] == fin["pgd_acc"] and fin["linf_acc_r50"] == sweep[0.2]["pgd_acc"]  # reused
     # A3's premise and A2's parts are recorded per run
     assert 0.0 <= fin["clip_frac_v_before_cross"] <= 1.0 and "saturation_step" in fin
     # the median unclipped move along v_y: the clipped fraction exceeds 1/2 exactly when it reaches ε
