@@ -82,7 +82,7 @@ from __future__ import annotations
 import inspect
 
 from ..base import Preset, Study
-from .claims import CLAIM_SPECS, claims
+from .claims import CLAIM_SPECS, POPULATIONS, claims
 from .common import PREMISES
 from .dynamics import POPULATIONS
 from .figures import figures
@@ -145,6 +145,7 @@ STUDY = Study(
     weight=_work,  # images and the 16-seed main group first; the extensions' small groups last
     probe=probe_point,  # --dry-run times the image groups through short probes (the full MNIST's take hours)
     claim_specs=CLAIM_SPECS,
+    populations=POPULATIONS,
     premises={**PREMISES, _IMAGE_PREMISE.name: _IMAGE_PREMISE},
     # the populations measured inside the runs that a control names (the engine of issue 51 checks them)
     **({"populations": POPULATIONS} if "populations" in inspect.signature(Study).parameters else {}),
