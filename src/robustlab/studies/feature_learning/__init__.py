@@ -79,12 +79,9 @@ What the claims meet at these scales (reported, not hidden):
 
 from __future__ import annotations
 
-import inspect
-
 from ..base import Preset, Study
 from .claims import CLAIM_SPECS, POPULATIONS, claims
 from .common import PREMISES
-from .dynamics import POPULATIONS
 from .figures import figures
 from .images import PREMISE as _IMAGE_PREMISE
 from .presets import (
@@ -147,6 +144,4 @@ STUDY = Study(
     claim_specs=CLAIM_SPECS,
     populations=POPULATIONS,
     premises={**PREMISES, _IMAGE_PREMISE.name: _IMAGE_PREMISE},
-    # the populations measured inside the runs that a control names (the engine of issue 51 checks them)
-    **({"populations": POPULATIONS} if "populations" in inspect.signature(Study).parameters else {}),
 )

@@ -55,6 +55,9 @@ from .dynamics import (
     claim_phase2_reached,
     claim_two_phases,
 )
+from .dynamics import (
+    POPULATIONS as DYNAMICS_POPULATIONS,
+)
 from .images import IMAGE_SPECS, claim_images
 from .run import (
     ATTRIBUTION_EPS,  # as ε/α: the budgets A2c's attribution compares (the issue's)
@@ -99,8 +102,8 @@ FEATURE_SPECS = [
 ]
 CLAIM_SPECS = [*FEATURE_SPECS, *DYNAMICS_SPECS, *IMAGE_SPECS]
 # the controls named by a string: other runs (a placebo pairing, a permutation), never another rule
-POPULATIONS = {s.control.setting: s.control.why for s in (*DYNAMICS_SPECS, *IMAGE_SPECS)
-               if s.control is not None and isinstance(s.control.setting, str)}
+POPULATIONS = {**{s.control.setting: s.control.why for s in (*DYNAMICS_SPECS, *IMAGE_SPECS)
+                  if s.control is not None and isinstance(s.control.setting, str)}, **DYNAMICS_POPULATIONS}
 _SPEC = {s.id: s for s in CLAIM_SPECS}
 
 
