@@ -334,6 +334,11 @@ def test_a2b_a2c_reach_each_verdict_and_name_their_control(fn, key, good, bad, e
     assert fn(df(edge)).decision.verdict == I
     assert fn(df(good, assume_violations=VIOLATED)).decision.verdict == NA
     assert fn(df(good)).control.verdict.verdict == C
+    # the control's setting with the effect planted: the standard models pass the same rule, the claim is capped
+    planted = df_of([adv_final(s, **{key: good + spread(s), **at}) for s in range(3)]
+                    + [nonrobust("standard", s, **{key: good + spread(s), **at}) for s in range(3)])
+    c = fn(planted)
+    assert c.control.verdict.verdict == R and c.decision.verdict == I
 
 
 def test_a2c_explains_the_failure_with_the_attribution():
@@ -476,6 +481,16 @@ def test_a3_reproduced_for_the_inverse_eta_law_on_saturated_runs():
     assert capped.control.verdict.verdict == R and capped.decision.verdict == I
     # without the law on the saturated runs: contradicted
     assert claim_two_phases(eta_rows(lambda eta: 5.0 * eta, unsat_law=lambda eta: 5.0 * eta))[1].decision.verdict == C
+
+
+def test_a3a_control_can_pass_when_two_phases_are_planted_in_standard_training():
+    # 16 standard runs, as at quick (a Wilson share over 3 runs cannot clear 0.75)
+    df = pd.concat([eta_rows(lambda eta: 3000.0 / eta), df_of([std_final(s) for s in range(3, 16)])],
+                   ignore_index=True)
+    std = df["method"] == "standard"
+    df.loc[std, "cross_step"] = 200.0  # standard runs that (impossibly) cross after a phase 1
+    a, _ = claim_two_phases(df)
+    assert a.control.verdict.verdict == R and a.decision.verdict == I
 
 
 def test_a3_on_runs_without_phase_2_is_not_applicable_naming_it():
