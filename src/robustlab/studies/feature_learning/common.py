@@ -7,7 +7,6 @@ the dynamics) before the runs they judge, and are never moved to turn a verdict.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
@@ -157,10 +156,6 @@ def judge(points: pd.DataFrame, premises: Sequence[str], rule: Callable[[pd.Data
     return (na if na is not None else rule(kept)), exc, kept
 
 
-def control(spec: cl.ClaimSpec | None, verdict: stats.Verdict) -> cl.Control | None:
-    return None if spec is None or spec.control is None else cl.control_from(spec.control, verdict)
-
-
 # ----------------------------------------------------------------------------------------
 # the claims engine's decision (issue 51): the claim's rule on its rows and on its control's rows
 
@@ -177,48 +172,20 @@ def judge_pair(spec: cl.ClaimSpec, rule: Callable[[pd.DataFrame], stats.Verdict]
                ctrl_pts: pd.DataFrame | None, *, control_premises: Sequence[str] | None = None
                ) -> tuple[stats.Verdict, cl.Control | None, list[cl.Exclusion], pd.DataFrame]:
     """The claim decided by ``rule`` on ``pts`` after the spec's premises, and its control: the same
-    rule on ``ctrl_pts`` after ``control_premises`` (default: the spec's). One call of the engine's
-    ``judge`` where it has one; the claim is not applicable, naming the premises' exclusions, when
-    fewer than ``spec.min_points`` points remain."""
+    rule on ``ctrl_pts`` after ``control_premises`` (default: the spec's), in one call of the engine's
+    ``judge``; the claim is not applicable, naming the premises' exclusions, when fewer than
+    ``spec.min_points`` points remain."""
     kept, exc = cl.apply_premises(pts, [PREMISES[p] for p in spec.premises])
     ckept = None
     if ctrl_pts is not None and len(ctrl_pts):
         ckept = cl.apply_premises(ctrl_pts, [PREMISES[p] for p in (spec.premises if control_premises is None
                                                                    else control_premises)])[0]
-    guarded = _guarded(rule, spec.min_points)
-    if hasattr(cl, "judge"):
-        v, ctrl = cl.judge(spec, guarded, kept, ckept)
-    else:  # the engine before issue 51: the same rule, the control built from its verdict
-        v = guarded(kept)
-        ctrl = None if spec.control is None else cl.control_from(
-            spec.control, guarded(ckept) if ckept is not None else stats.not_applicable("no control points in this run"))
+    v, ctrl = cl.judge(spec, _guarded(rule, spec.min_points), kept, ckept)
     na = cl.too_few(kept, spec.min_points, exc)
     return (na if na is not None else v), ctrl, exc, kept
 
 
-def across_values(knob: str, verdicts: dict, *, quantifier: str = "all", outside: dict | None = None
+def across_values(knob: str, verdicts: dict, *, quantifier: str = cl.ALL, outside: dict | None = None
                   ) -> tuple[stats.Verdict, dict]:
-    """The engine's ``across`` with a quantifier and per-value exclusions (issue 51); the same
-    semantics here while the engine does not have them yet."""
-    outside = dict(outside or {})
-    try:
-        return cl.across(knob, verdicts, quantifier=quantifier, outside=outside)
-    except TypeError:
-        pass
-    record = {str(k): (f"excluded: {outside[k]}" if k in outside else v.verdict) for k, v in verdicts.items()}
-    kept = {k: v for k, v in verdicts.items() if k not in outside}
-    named = "; ".join(f"{knob} = {k:g}: {why}" if isinstance(k, float | int) else f"{knob} = {k}: {why}"
-                      for k, why in outside.items())
-    if not kept:
-        return stats.not_applicable(f"every value of {knob} is outside the regime ({named})"), {knob: record}
-    by = {name: [(k, v) for k, v in kept.items() if v.verdict == name] for name in stats.VERDICTS}
-    if quantifier == "some":
-        pick = (by[stats.REPRODUCED] or by[stats.INCONCLUSIVE] or by[stats.CONTRADICTED] or by[stats.NOT_APPLICABLE])[0]
-        if not by[stats.REPRODUCED] and by[stats.CONTRADICTED] and not by[stats.INCONCLUSIVE] \
-                and not by[stats.NOT_APPLICABLE]:
-            pick = by[stats.CONTRADICTED][0]
-    else:
-        pick = (by[stats.CONTRADICTED] or by[stats.INCONCLUSIVE] or by[stats.REPRODUCED] or by[stats.NOT_APPLICABLE])[0]
-    k, v = pick
-    listing = ", ".join(f"{kk} → {record[str(kk)]}" for kk in verdicts)
-    return dataclasses.replace(v, reason=f"{knob} = {k} decides ({quantifier}: {listing}); {v.reason}"), {knob: record}
+    """The engine's ``across`` (issue 51): the claim's quantifier, values outside its regime named."""
+    return cl.across(knob, verdicts, quantifier=quantifier, outside=dict(outside or {}))
