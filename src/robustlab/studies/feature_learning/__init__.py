@@ -15,6 +15,9 @@ Sub-experiments share one grid, told apart by the ``experiment`` field:
 * ``eps`` — the ε spectrum from 0 (ε = 0 must reproduce standard training exactly);
 * ``activation`` / ``attack`` / ``basis`` / ``overlap`` — the reviewers' extensions (ReLU and
   GELU; FGSM and multi-step PGD training; rotated features; overlapping patches);
+* ``regime`` — the regime search toward the rebuttal's orders (issue 52, ``--preset regime``): does
+  one-step adversarial training reach its phase 2 (the perturbation saturating while the loss is
+  Θ(1))? The theorem's claims are decided only on runs that do (premise ``phase-2``);
 * ``images`` — a small CNN on the embedded digits / mnist5k (or MNIST, CIFAR-10, SVHN from
   ``--data-dir``): standard vs ℓ∞-PGD adversarial training, and Ilyas et al. 2019's
   non-robust-dataset test on the standard model.
