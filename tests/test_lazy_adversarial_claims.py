@@ -14,9 +14,8 @@ import pytest
 
 from robustlab import claims as cm
 from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
-from robustlab.studies._lazy_common import NON_LAZY_C0
-from robustlab.studies.lazy_adversarial import STUDY
-from robustlab.studies.lazy_adversarial_claims import (
+from robustlab.studies.lazy.adversarial import STUDY
+from robustlab.studies.lazy.adversarial_claims import (
     claims,
     eps_margin_claim,
     eps_sharp_claim,
@@ -25,6 +24,7 @@ from robustlab.studies.lazy_adversarial_claims import (
     radius_low_claim,
     radius_transition_claim,
 )
+from robustlab.studies.lazy.common import NON_LAZY_C0
 
 EPS = [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8]
 BASE = {"dataset": "mnist5k", "sphere": True, "bias": True, "R": None, "lr": 0.5, "dim": None}

@@ -16,10 +16,10 @@ import pytest
 
 from robustlab import claims as cm
 from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
-from robustlab.studies._lazy_common import NON_LAZY_C0, asymptotic_exponent
 from robustlab.studies.base import Context
-from robustlab.studies.lazy_attack import STUDY
-from robustlab.studies.lazy_attack_claims import claims
+from robustlab.studies.lazy.attack import STUDY
+from robustlab.studies.lazy.attack_claims import claims
+from robustlab.studies.lazy.common import NON_LAZY_C0, asymptotic_exponent
 
 DS = [25, 64, 144, 324, 784]
 
@@ -186,7 +186,7 @@ def test_raw_pixel_claims_use_the_raw_runs():
 
 
 def test_rescaled_inputs_are_not_raw_runs():
-    from robustlab.studies.lazy_attack_claims import raw_runs
+    from robustlab.studies.lazy.attack_claims import raw_runs
 
     plain = raw_runs(_df(sphere=False))  # a frame from before the field: no input_scale column
     assert len(plain) > 0 and "input_scale" not in plain.columns

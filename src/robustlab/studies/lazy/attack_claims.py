@@ -8,10 +8,10 @@ before looking, with the reason it must fail there.
   above 0.9, each point judged); control: the same networks at initialisation (chance level
   by construction: an untrained network cannot generalise).
 * ``grad-scaling``, ``eta-scaling``, ``delta-scaling``: the asymptotic exponent of ‖∇ₓf‖, η and
-  ‖δ‖/‖x‖ against d (:func:`~._lazy_common.asymptotic_exponent`), every width, decided at every
+  ‖δ‖/‖x‖ against d (:func:`~.common.asymptotic_exponent`), every width, decided at every
   C0 of the preset's lazy grid (``claims.across``); control: the rich-regime network (first
-  layer :data:`~._lazy_common.RICH_INIT_SCALE` × smaller at init, C0 =
-  :data:`~._lazy_common.NON_LAZY_C0`), kept where its input gradient is learned
+  layer :data:`~.common.RICH_INIT_SCALE` × smaller at init, C0 =
+  :data:`~.common.NON_LAZY_C0`), kept where its input gradient is learned
   (‖∇ₓf‖ >= 2‖∇ₓf₀‖): nothing in the theorem ties its exponent to d.
 * ``c0-more-robust``: ‖δ‖, ‖∇ₓf‖ and η all grow with C0 (the paper's §5.1 statement);
   control: the same networks at initialisation, where C0 plays no role (effect 0 by
@@ -32,20 +32,21 @@ import dataclasses
 
 import pandas as pd
 
-from .. import claims as cm
-from .. import stats
-from ._lazy_common import (
+from ... import claims as cm
+from ... import stats
+from ..base import Claim, Context
+from .common import (
     MIN_TRAINED,
     NON_LAZY_C0,
     PAPER,
     RICH_INIT_SCALE,
+    LazyAttackConfig,
     asymptotic_exponent,
     describe_family,
     point_ids,
     scaled,
     trained_premise,
 )
-from .base import Claim, Context
 
 SOURCE = PAPER.cite("Thm 3.1, §5.1")
 BALL_TOL = 1e-4  # offsets are measured in float32: a ratio of 1 + 1e-4 is on the ball
@@ -104,7 +105,6 @@ _SPEC = {s.id: s for s in SPECS}
 
 
 def _config():
-    from .lazy_attack import LazyAttackConfig  # (a cycle: the study module imports this one)
     return LazyAttackConfig
 
 
@@ -234,7 +234,7 @@ def _judge_exponent(rows: pd.DataFrame, value: str, band: tuple[float, float]) -
 def exponent_claim(df: pd.DataFrame, cid: str, value: str, *, raw: bool = False) -> Claim:
     """The asymptotic exponent of ``value`` against d lies in its band, for every width, at
     every lazy C0 of the grid (``claims.across``: a verdict that depends on C0 is inconclusive).
-    Effect: :func:`~._lazy_common.asymptotic_exponent` over the (d, seed) networks of one
+    Effect: :func:`~.common.asymptotic_exponent` over the (d, seed) networks of one
     family; interval: its profile-likelihood 95 % interval."""
     theory = (RAW_THEORY if raw else THEORY)[value]
     band = (RAW_BANDS if raw else BANDS)[value]

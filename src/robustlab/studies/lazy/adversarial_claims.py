@@ -16,7 +16,7 @@ the claims engine (:mod:`robustlab.claims`).
 
 Controls, chosen before looking, each with the reason it must fail there:
 
-* ε claims: the non-lazy network (C0 = :data:`~._lazy_common.NON_LAZY_C0`, same training) that
+* ε claims: the non-lazy network (C0 = :data:`~.common.NON_LAZY_C0`, same training) that
   really left the lazy ball (``non-lazy`` premise on the control). Not the untrained network the
   issue proposed: Thm 3.1 holds at initialisation too (W(0) is in every ball), so an untrained
   network must show the same d^(−1/2) threshold: it is a second instance of the claim, not a
@@ -39,18 +39,19 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import claims as cm
-from .. import stats
-from ._lazy_common import (
+from ... import claims as cm
+from ... import stats
+from ..base import Claim
+from .common import (
     MIN_TRAINED,
     NON_LAZY_C0,
     PAPER,
+    LazyAdversarialConfig,
     crossing,
     describe_family,
     families,
     point_ids,
 )
-from .base import Claim
 
 SOURCE = PAPER.cite("§5.2, Alg. 1")
 SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
@@ -95,7 +96,6 @@ _SPEC = {s.id: s for s in SPECS}
 
 
 def _config():
-    from .lazy_adversarial import LazyAdversarialConfig  # (a cycle: the study imports this module)
     return LazyAdversarialConfig
 
 

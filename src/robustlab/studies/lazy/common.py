@@ -21,12 +21,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import claims as claimsmod
-from .. import papers, stats
-from ..config import Config, ConfigError, param
-from ..data import SPHERE_BOUNDS, Split, load_images, resize, sphere_teacher
-from ..models.two_layer import TwoLayerReLU
-from ..utils import make_generator, resolve_device
+from ... import claims as claimsmod
+from ... import papers, stats
+from ...config import Config, ConfigError, param
+from ...data import SPHERE_BOUNDS, Split, load_images, resize, sphere_teacher
+from ...models.two_layer import TwoLayerReLU
+from ...utils import make_generator, resolve_device
 
 __all__ = ["LazyConfig", "SOURCES", "PAPER", "NON_LAZY_C0", "RICH_INIT_SCALE", "MIN_TRAINED", "load_data", "build_model",
            "radius_of", "input_bounds", "neuron_params", "crossing", "log_interp_crossing", "point_ids",
@@ -124,6 +124,36 @@ def work(cfg: LazyConfig, passes_per_epoch: int = 1) -> float:
     constant (``epochs`` is the cap; a run that stops sooner costs less). Only orders the
     groups of a parallel run, costliest first (``Study.weight``)."""
     return float(cfg.d * cfg.m * cfg.epochs * passes_per_epoch)
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyAttackConfig(LazyConfig):
+    study = "lazy-attack"
+    lr: float = param(0.1, "SGD learning rate (the authors': 0.1)", gt=0)
+    batch_size: int = param(64, "SGD mini-batch size (the authors': 64)", ge=1)
+    epochs: int = param(1000, "at most this many epochs (the authors': 1000)", ge=1)
+    ball_check: str = param("epoch", "when the ball is checked: after each epoch (authors) or each step",
+                            choices=("epoch", "step"))
+    flip_tol: float = param(1e-4, "absolute tolerance of the minimal flipping ‖δ‖", gt=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyAdversarialConfig(LazyConfig):
+    study = "lazy-adversarial"
+    eps: float = param(0.1, "ℓ2 budget ε of the PGD used for training and testing", ge=0)
+    attack_steps: int = param(100, "PGD steps (the authors': 100)", ge=1)
+    attack_step_div: float = param(40.0, "PGD step size ε/attack_step_div (the authors': ε/40)", gt=0)
+    test_attack_steps: int | None = param(None, "PGD steps at test time (default: attack_steps)", ge=1)
+    lr: float = param(0.01, "SGD learning rate (the authors': 0.01)", gt=0)
+    batch_size: int = param(32, "SGD mini-batch size (the authors': 32)", ge=1)
+    patience: int = param(20, "stop after this many armed epochs without a robust-training-accuracy gain",
+                          ge=1)
+    min_gain: float = param(1e-4, "the gain that counts as an improvement", ge=0)
+    patience_from: float | None = param(MIN_TRAINED, "patience is armed at the first epoch whose clean "
+                                        "training accuracy reaches this (none, with burn_in=0: from the "
+                                        "start, the authors' rule)", ge=0, le=1)
+    burn_in: int = param(100, "...or at this epoch, whichever comes first (0: no burn-in)", ge=0)
+    epochs: int = param(1000, "at most this many epochs", ge=1)
 
 
 def radius_of(cfg: LazyConfig) -> float:

@@ -12,7 +12,7 @@ measures clean and robust test accuracy under the same ℓ2 PGD. Two grids:
   and ``ε`` — once the neurons may move a little beyond the lazy radius, adversarial training
   should succeed.
 
-The claims, their premises and controls are declared in :mod:`.lazy_adversarial_claims`.
+The claims, their premises and controls are declared in :mod:`.adversarial_claims`.
 Training stops on the authors' patience rule, counted only once a copy has reached the
 "trained" bound on its clean training accuracy (or after a burn-in): the authors' rule counted
 from the untrained network, whose robust accuracy (0.5 for a network that predicts one class)
@@ -22,54 +22,31 @@ clean accuracy 0.49–0.53.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
-import numpy as np
-import pandas as pd
 import torch
 
-from ..config import param
-from ..metrics import accuracy, neuron_distance
-from ..models.ensemble import Flat, fold
-from ..report.plots import COLORS, fit_power_law, label_panels, save, subplots, theory_line
-from ..train.lazy import adversarial_examples, train_lazy_adversarial
-from . import lazy_adversarial_claims as lvc
-from ._lazy_common import (
+from ...metrics import accuracy, neuron_distance
+from ...models.ensemble import Flat, fold
+from ...train.lazy import adversarial_examples, train_lazy_adversarial
+from ..base import Preset, Study
+from . import adversarial_claims as lvc
+from .common import (
     MIN_TRAINED,
     NON_LAZY_C0,
-    LazyConfig,
+    LazyAdversarialConfig,
     input_bounds,
     neuron_params,
     start_point,
     work,
 )
-from .base import Context, Figure, Preset, Study
+from .figures import adversarial_figures as figures
 
 SOURCE = lvc.SOURCE
 eps_sharp_claim, eps_threshold_claim = lvc.eps_sharp_claim, lvc.eps_threshold_claim
 radius_low_claim, radius_high_claim = lvc.radius_low_claim, lvc.radius_high_claim
 radius_transition_claim = lvc.radius_transition_claim
 claims = lvc.claims
-
-
-@dataclasses.dataclass(frozen=True)
-class LazyAdversarialConfig(LazyConfig):
-    study = "lazy-adversarial"
-    eps: float = param(0.1, "ℓ2 budget ε of the PGD used for training and testing", ge=0)
-    attack_steps: int = param(100, "PGD steps (the authors': 100)", ge=1)
-    attack_step_div: float = param(40.0, "PGD step size ε/attack_step_div (the authors': ε/40)", gt=0)
-    test_attack_steps: int | None = param(None, "PGD steps at test time (default: attack_steps)", ge=1)
-    lr: float = param(0.01, "SGD learning rate (the authors': 0.01)", gt=0)
-    batch_size: int = param(32, "SGD mini-batch size (the authors': 32)", ge=1)
-    patience: int = param(20, "stop after this many armed epochs without a robust-training-accuracy gain",
-                          ge=1)
-    min_gain: float = param(1e-4, "the gain that counts as an improvement", ge=0)
-    patience_from: float | None = param(MIN_TRAINED, "patience is armed at the first epoch whose clean "
-                                        "training accuracy reaches this (none, with burn_in=0: from the "
-                                        "start, the authors' rule)", ge=0, le=1)
-    burn_in: int = param(100, "...or at this epoch, whichever comes first (0: no burn-in)", ge=0)
-    epochs: int = param(1000, "at most this many epochs", ge=1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,87 +91,6 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
 
 
 # ---------------------------------------------------------------------------------------
-# figures
-
-def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
-    figs: list[Figure] = []
-    lazy = df[df["R"].isna() & df["R_factor"].isna() & (df["C0"] < NON_LAZY_C0)]
-    if len(lazy):
-        fig, axes = subplots(1, 2, squeeze=False)
-        ax = axes[0][0]
-        for i, (d, g) in enumerate(lazy.groupby("d")):
-            st = g.groupby("eps")["robust_acc"].agg(["mean", "std"]).sort_index()
-            st = st[st.index > 0]
-            c = COLORS[i % len(COLORS)]
-            ax.plot(st.index, st["mean"], "o-", color=c, label=f"d={int(d)}")
-            ax.fill_between(st.index, st["mean"] - st["std"].fillna(0), st["mean"] + st["std"].fillna(0),
-                            color=c, alpha=0.18, lw=0)
-        ax.set_xscale("log")
-        ax.set_xlabel("ε (ℓ2 budget)")
-        ax.set_ylabel("robust test accuracy")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=7)
-        ax = axes[0][1]
-        claim = eps_threshold_claim(df)
-        pts = claim.evidence.get("seed_eps_half") or [
-            p for fam in claim.evidence.get("families", []) for p in fam.get("seed_eps_half", [])]
-        if pts:
-            ds, es = zip(*pts)
-            ax.plot(ds, es, "o", color=COLORS[0], alpha=0.7, label="ε at half the clean accuracy (per seed)")
-            if len(set(ds)) >= 2:
-                fit = fit_power_law(ds, es)
-                xs = np.geomspace(min(ds), max(ds), 32)
-                ax.plot(xs, fit.predict(xs), "-", color=COLORS[0], lw=1, label=f"fit: slope {fit.text()}")
-                theory_line(ax, ds, -0.5, min(ds), float(fit.predict(min(ds))), "d^−1/2")
-        # the non-lazy control beside them (eps-half-lazy-vs-control): where the images' margin, not
-        # laziness, sets ε½ the two coincide
-        margin = lvc.eps_margin_claim(df).evidence
-        per_d = margin.get("per_d") or [r for fam in margin.get("families", []) for r in fam.get("per_d", [])]
-        ctl = sorted((r["d"], r["control_eps_half"]) for r in per_d if r.get("control_eps_half"))
-        if ctl:
-            ax.plot(*zip(*ctl), "s--", color=COLORS[1], lw=1,
-                    label=f"non-lazy control (C0 = {NON_LAZY_C0:g}), geometric mean")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("input dimension d")
-        ax.set_ylabel("halving ε")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-        label_panels(axes)
-        save(fig, ctx.figdir / "robust_vs_eps.png")
-        figs.append(Figure(
-            "figures/robust_vs_eps.png", "Robust accuracy against ε inside the lazy ball, per d",
-            "(a) Robust test accuracy under ℓ2 PGD after projected adversarial training, mean ± std over "
-            "seeds; it should collapse past a threshold that moves left as d grows. (b) The ε at which "
-            "robust accuracy falls to half the clean accuracy, with its log–log fit; dashed: the "
-            "theorem's d^−1/2; squares: the same for the non-lazy control that left the lazy ball "
-            "(geometric mean over seeds per d; the exploratory question eps-half-lazy-vs-control)."))
-    runs = df[df["R_factor"].notna()]
-    if len(runs):
-        fig, axes = subplots(1, 1, squeeze=False)
-        ax = axes[0][0]
-        for i, ((m, d, eps), g) in enumerate(runs.groupby(["m", "d", "eps"])):
-            st = g.groupby("radius")["robust_acc"].agg(["mean", "std"]).sort_index()
-            c = COLORS[i % len(COLORS)]
-            ax.plot(st.index, st["mean"], "o-", color=c, label=f"m={int(m)} (d={int(d)}, ε={eps:g})")
-            ax.fill_between(st.index, st["mean"] - st["std"].fillna(0), st["mean"] + st["std"].fillna(0),
-                            color=c, alpha=0.18, lw=0)
-            ax.axvline(float(g["lazy_radius"].iloc[0]), color=c, ls=":", lw=1,
-                       label=f"C0/√m = {float(g['lazy_radius'].iloc[0]):.3g}")
-        ax.set_xscale("log")
-        ax.set_xlabel("per-neuron radius R")
-        ax.set_ylabel("robust test accuracy")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=7)
-        save(fig, ctx.figdir / "robust_vs_radius.png")
-        figs.append(Figure(
-            "figures/robust_vs_radius.png", "Robust accuracy against the radius R, per width",
-            "Projected adversarial training with every neuron kept within R of its initialisation; "
-            "mean ± std over seeds. Dotted: the lazy radius C0/√m of each width. Robust accuracy "
-            "should jump from near 0 to high once R passes a threshold near the lazy radius."))
-    return figs
-
-
 # ---------------------------------------------------------------------------------------
 
 def _work(cfg: LazyAdversarialConfig) -> float:
