@@ -16,8 +16,9 @@ the claims engine (:mod:`robustlab.claims`).
 
 Controls, chosen before looking, each with the reason it must fail there:
 
-* ε claims: the non-lazy network (C0 = :data:`~.common.NON_LAZY_C0`, same training) that
-  really left the lazy ball (``non-lazy`` premise on the control). Not the untrained network the
+* ε claims: the rich network (first layer :data:`~.common.RICH_INIT_SCALE` × smaller at init, C0 =
+  :data:`~.common.NON_LAZY_C0`, same training), kept where its input gradient is learned (``rich``
+  premise: gain >= 2), decided by the claim's own rule (``judge``). Not the untrained network the
   issue proposed: Thm 3.1 holds at initialisation too (W(0) is in every ball), so an untrained
   network must show the same d^(−1/2) threshold: it is a second instance of the claim, not a
   setting where it fails.
@@ -29,7 +30,8 @@ Controls, chosen before looking, each with the reason it must fail there:
 
 Premises per network: "trained" (clean test accuracy >= 0.9; for an ε curve, the network at the
 curve's smallest ε: at larger ε a falling clean accuracy is part of the effect) and, for the
-controls, "non-lazy". Excluded networks are counted in ``excluded``.
+lazy networks, "lazy" (input-gradient gain <= 1.5 for every network of the curve); for the
+control, "rich". Excluded networks are counted in ``excluded``.
 """
 
 from __future__ import annotations
@@ -43,15 +45,19 @@ from ... import claims as cm
 from ... import stats
 from ..base import Claim
 from .common import (
+    LAZY_GAIN,
     MIN_TRAINED,
     NON_LAZY_C0,
     PAPER,
+    RICH_GAIN,
+    RICH_INIT_SCALE,
     LazyAdversarialConfig,
     crossing,
     describe_family,
     families,
     point_ids,
 )
+from .engine import judge
 
 SOURCE = PAPER.cite("§5.2, Alg. 1")
 SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
@@ -61,19 +67,26 @@ HIGH_FACTORS = (1.25, 2.0)  # radius-high: "slightly beyond" the lazy radius, ev
 R_HALF_BAND = (-0.7, -0.3)  # slope of log R½ on log m (theory −1/2: R½ ∝ C0/√m)
 BALL_TOL = 1e-4
 
+_GAIN_AT_FIRST = "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ of the ε curve's network at its smallest ε"
 PREMISES = {
     "trained": cm.premise_at_least("trained", "trained_acc", MIN_TRAINED,
                                    "clean test accuracy of the network (of an ε curve: at its smallest ε)"),
+    # the regime of an ε curve is its network's at the smallest ε, as for "trained": at larger ε a
+    # network that adversarial training flattens (‖∇ₓf‖ falling) is the effect, not another regime
+    "lazy": cm.premise_at_most("lazy", "curve_gain", LAZY_GAIN, _GAIN_AT_FIRST),
+    "rich": cm.premise_at_least("rich", "curve_gain", RICH_GAIN, _GAIN_AT_FIRST),
 }
+LAZY_CURVE, RICH_CURVE = PREMISES["lazy"], PREMISES["rich"]
 
-_WHY_EPS = (f"C0 = {NON_LAZY_C0:g} lets adversarial training move the neurons far beyond the lazy ball "
-            "(only networks that did are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
+_RICH = {"C0": NON_LAZY_C0, "init_scale": RICH_INIT_SCALE}
+_WHY_EPS = (f"the rich regime (first layer {RICH_INIT_SCALE:g}× smaller at init, C0 = {NON_LAZY_C0:g} never binds; "
+            "only networks whose input gradient is learned, gain >= 2, are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
             "margin on sphere-normalised resized digits is set by the images, which resizing barely "
             "changes, so its halving ε need not fall like d^−1/2 nor drop sharply")
 SPECS = (
-    cm.ClaimSpec("eps-sharp-drop", premises=("trained",), control=cm.ControlSpec({"C0": NON_LAZY_C0}, _WHY_EPS),
+    cm.ClaimSpec("eps-sharp-drop", premises=("trained", "lazy"), control=cm.ControlSpec(_RICH, _WHY_EPS),
                  min_points=2),
-    cm.ClaimSpec("eps-threshold", premises=("trained",), control=cm.ControlSpec({"C0": NON_LAZY_C0}, _WHY_EPS),
+    cm.ClaimSpec("eps-threshold", premises=("trained", "lazy"), control=cm.ControlSpec(_RICH, _WHY_EPS),
                  min_points=3),
     cm.ClaimSpec("radius-low", premises=("trained",), control=cm.ControlSpec(
         {"R_factor": 2.0}, "at twice the lazy radius the paper says adversarial training succeeds, so robust "
@@ -87,7 +100,7 @@ SPECS = (
         "it), so its 0.5-crossing is not tied to C0/√m; the same R½·√m there would make the transition "
         "one of fitting, not of robustness"), min_points=2),
     cm.ClaimSpec("eps-half-lazy-vs-control", kind=cm.EXPLORATORY, premises=("trained",), control=cm.ControlSpec(
-        "placebo: the non-lazy control's even seeds against its odd seeds",
+        "placebo: the rich control's even seeds against its odd seeds",
         "the two halves are the same kind of network at every d, so their ratio of halving ε has no reason "
         "to change with d: a fall read there would come from noise or from the estimator, not from laziness"),
         min_points=2),
@@ -103,9 +116,18 @@ def _net(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(_net=point_ids(df, _config(), ()), C0_used=df["offset_ratio"] * df["radius"] * df["m"] ** 0.5)
 
 
-def _non_lazy(c0_max: float) -> cm.Premise:
-    return cm.premise_at_least("non-lazy", "C0_used", c0_max,
-                               "the network left the lazy ball: its largest neuron offset from init times √m")
+def _init_scale(df: pd.DataFrame) -> pd.Series:
+    return df["init_scale"].fillna(1.0) if "init_scale" in df.columns else pd.Series(1.0, index=df.index)
+
+
+def _lazy_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The lazy networks of the ε grid: inside a ball that binds, from the standard init."""
+    return df[(df["C0"] < NON_LAZY_C0) & (_init_scale(df) == 1.0)]
+
+
+def _rich_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rich control: a small first layer at init and a ball that never binds."""
+    return df[(df["C0"] == NON_LAZY_C0) & (_init_scale(df) < 1.0)]
 
 
 def _with_relative(df: pd.DataFrame) -> pd.DataFrame:
@@ -123,11 +145,15 @@ def _eps_rows(df: pd.DataFrame) -> pd.DataFrame:
     network at its smallest ε, and a ``_curve`` label (family, d, seed): the unit excluded whole."""
     rows = df[df["R"].isna() & df["R_factor"].isna()] if "R_factor" in df.columns else df[df["R"].isna()]
     if rows.empty:
-        return rows.assign(trained_acc=[], _curve=[])
+        return rows.assign(trained_acc=[], curve_gain=[], _curve=[])
     curve = point_ids(rows, _config(), ("eps",))
-    first = rows.groupby(curve)["eps"].transform("min")
-    at_first = rows["clean_acc"].where(rows["eps"] == first)
-    return rows.assign(_curve=curve, trained_acc=at_first.groupby(curve).transform("max"))
+    first = rows["eps"] == rows.groupby(curve)["eps"].transform("min")
+
+    def at_first(col: str) -> pd.Series:
+        if col not in rows.columns:
+            return pd.Series(np.nan, index=rows.index)
+        return rows[col].where(first).groupby(curve).transform("max")
+    return rows.assign(_curve=curve, trained_acc=at_first("clean_acc"), curve_gain=at_first("grad_gain"))
 
 
 def _seed_curves(runs: pd.DataFrame):
@@ -206,27 +232,38 @@ def _judge_families(rows: pd.DataFrame, judge) -> tuple[stats.Verdict, dict | li
     return _joined([(f, *judge(f)) for f in families(rows, _config(), ("eps", "size", "dim"))], "ε curves")
 
 
-def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge, base_ev: dict) -> Claim:
+def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge_family, base_ev: dict) -> Claim:
+    """An ε claim on the lazy curves (``trained``, then ``lazy`` per curve), its control the same
+    rule (``judge``) on the rich control's curves (``trained``, then ``rich``)."""
     rows = _net(_eps_rows(df))
-    kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
-    lazy = kept[kept["C0"] < NON_LAZY_C0]
-    verdict, ev = _judge_families(lazy, judge)
+    kept, excl = cm.apply_premises(rows, [PREMISES["trained"]], unit=["_curve"])
+    lazy, lexcl = cm.apply_premises(_lazy_rows(kept), [LAZY_CURVE], unit=["_curve"])
+    ctrl_all = _rich_rows(kept)
+    ctrl, cexcl = cm.apply_premises(ctrl_all, [RICH_CURVE], unit=["_curve"]) if len(_rich_rows(rows)) else (None, [])
+
+    def rule(r: pd.DataFrame) -> stats.Verdict:
+        return _judge_families(r, judge_family)[0]
+    rule.__name__ = judge_family.__name__
+    verdict, control = judge(_SPEC[cid], rule, lazy, ctrl)
+    ev = _judge_families(lazy, judge_family)[1]
     evidence = {**base_ev, **(ev if isinstance(ev, dict) else {"families": ev})}
     evidence["max_offset_over_radius"] = float(lazy["offset_ratio"].max()) if len(lazy) else None
-    control = None
-    ctrl_all = kept[kept["C0"] == NON_LAZY_C0]
-    if (rows["C0"] == NON_LAZY_C0).any():
-        c0_max = float(rows.loc[rows["C0"] < NON_LAZY_C0, "C0"].max()) if (rows["C0"] < NON_LAZY_C0).any() else 0.0
-        ctrl, cexcl = cm.apply_premises(ctrl_all, [_non_lazy(c0_max)], unit=["_curve"])
-        cv, cev = _judge_families(ctrl, judge)
-        control = cm.control_from(_SPEC[cid].control, cv)
+    evidence["lazy_grad_gain"] = _gain_range(_lazy_rows(kept))
+    if ctrl is not None:
+        cev = _judge_families(ctrl, judge_family)[1]
         evidence["control"] = cev
         evidence["control_excluded"] = [e.to_dict() for e in cexcl] + [
-            {"premise": "trained", "excluded": int(rows.loc[rows["C0"] == NON_LAZY_C0, "_curve"].nunique()
-                                                   - ctrl_all["_curve"].nunique())}]
-        evidence["control_C0_used"] = [float(ctrl_all["C0_used"].min()), float(ctrl_all["C0_used"].max())] \
-            if len(ctrl_all) else None
-    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl)
+            {"premise": "trained", "excluded": int(_rich_rows(rows)["_curve"].nunique() - ctrl_all["_curve"].nunique())}]
+        evidence["control_grad_gain"] = _gain_range(ctrl_all)
+    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=[*excl, *lexcl])
+
+
+def _gain_range(rows: pd.DataFrame) -> list[float] | None:
+    """[min, median, max] of the networks' input-gradient gain (None: not measured)."""
+    if "grad_gain" not in rows.columns or rows["grad_gain"].isna().all():
+        return None
+    g = rows["grad_gain"].dropna()
+    return [float(g.min()), float(g.median()), float(g.max())]
 
 
 def eps_sharp_claim(df: pd.DataFrame) -> Claim:
@@ -300,17 +337,17 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
           "measured with both than at the smallest: log of that ratio's change below 0")
     rows = _net(_eps_rows(df)).reset_index(drop=True)  # one label per row: families are matched by it
     kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
-    lazy_all = kept[kept["C0"] < NON_LAZY_C0]
-    if lazy_all.empty or not (rows["C0"] < NON_LAZY_C0).any() or not (rows["C0"] == NON_LAZY_C0).any():
-        return Claim(cid, st, cm.too_few(0, 1, what="ε curves of both the lazy networks and the non-lazy control"),
+    lazy_all, lexcl = cm.apply_premises(_lazy_rows(kept), [LAZY_CURVE], unit=["_curve"])
+    excl = [*excl, *lexcl]
+    if lazy_all.empty or _lazy_rows(rows).empty or _rich_rows(rows).empty:
+        return Claim(cid, st, cm.too_few(0, 1, what="ε curves of both the lazy networks and the rich control"),
                      {}, SOURCE, kind=cm.EXPLORATORY, excluded=excl)
-    c0_max = float(rows.loc[rows["C0"] < NON_LAZY_C0, "C0"].max())
-    ctrl_all, cexcl = cm.apply_premises(kept[kept["C0"] == NON_LAZY_C0], [_non_lazy(c0_max)], unit=["_curve"])
-    # a lazy family is compared with the control runs that differ from it only in C0
-    key = point_ids(kept, _config(), ("seed", "eps", "size", "dim", "C0"))
+    ctrl_all, cexcl = cm.apply_premises(_rich_rows(kept), [RICH_CURVE], unit=["_curve"])
+    # a lazy family is compared with the control runs that differ from it only in C0 and the init
+    key = point_ids(kept, _config(), ("seed", "eps", "size", "dim", "C0", "init_scale"))
     pairs = [(lazy, ctrl_all[key.loc[ctrl_all.index] == k]) for k, lazy in lazy_all.groupby(key.loc[lazy_all.index])]
     pairs = [(lazy, ctrl) for lazy, ctrl in pairs if not ctrl.empty]
-    what = "lazy families with a matching non-lazy control"
+    what = "lazy families with a matching rich control"
     verdict, evidence = _joined([(lazy, *_margin_family(lazy, ctrl)) for lazy, ctrl in pairs], what)
     if not isinstance(evidence, dict):
         evidence = {"families": evidence}

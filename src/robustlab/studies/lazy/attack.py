@@ -24,7 +24,16 @@ from ...models.ensemble import Flat, fold
 from ...train.lazy import train_lazy_sgd
 from ..base import Preset, Study
 from . import attack_claims as lac
-from .common import NON_LAZY_C0, RICH_INIT_SCALE, LazyAttackConfig, neuron_params, start_point, work
+from .common import (
+    NON_LAZY_C0,
+    RICH_INIT_SCALE,
+    LazyAttackConfig,
+    input_grad_norm,
+    neuron_params,
+    start_point,
+    weight_change,
+    work,
+)
 from .figures import attack_figures as figures
 
 SOURCE = lac.SOURCE
@@ -47,12 +56,17 @@ def _flip_stats(flat, xt, yt, E: int, tol: float, xnorm: torch.Tensor) -> list[d
     flip = min_flip_along_gradient(flat, xt, yt, tol=tol)
     dn, gn, eta = (t.view(E, -1) for t in (flip.delta_norm, flip.grad_norm, flip.eta))
     ok = flip.correct.view(E, -1)
+    with torch.no_grad():
+        f = flat(xt).reshape(E, -1).abs()
+    # the one-step ratio η‖∇ₓf‖²/|f| = ‖δ‖·‖∇ₓf‖/|f|: 1 where f is linear along the step (Thm 3.1)
+    ratio = dn * gn / f.clamp_min(1e-30)
     out = []
     for e in range(E):
         n_ok = int(ok[e].sum())
         row = {"n_correct": n_ok,
                "flipped_frac": float(flip.flipped.view(E, -1)[e][ok[e]].float().mean()) if n_ok else None}
-        for name, v in (("delta", dn[e]), ("delta_rel", dn[e] / xnorm), ("grad", gn[e]), ("eta", eta[e])):
+        for name, v in (("delta", dn[e]), ("delta_rel", dn[e] / xnorm), ("grad", gn[e]), ("eta", eta[e]),
+                        ("step_ratio", ratio[e])):
             row[name], row[name + "_std"] = _stats(v)
         out.append(row)
     return out
@@ -69,6 +83,7 @@ def run_points(cfgs: list[LazyAttackConfig], device: str = "cpu") -> list:
     model.eval()
     flat = Flat(model, E).eval()
     init_ok = accuracy(flat, xt, yt, per_sample=True).view(E, -1).float()
+    g0 = input_grad_norm(model, data.x_test)  # (E,) over every test point, the gain's denominator
     init = _flip_stats(flat, xt, yt, E, base.flip_tol, xnorm)
     log = train_lazy_sgd(model, data.x_train, data.y_train, radius=r, generators=st.generators,
                          lr=base.lr, batch_size=base.batch_size, max_epochs=base.epochs,
@@ -81,6 +96,7 @@ def run_points(cfgs: list[LazyAttackConfig], device: str = "cpu") -> list:
     with torch.no_grad():
         scores = model(data.x_test.expand(E, -1, -1))  # (E, N)
         offsets = neuron_distance(*neuron_params(model), per_neuron=True)  # (E, m)
+    g1, moved = input_grad_norm(model, data.x_test), weight_change(model)
     final = log.history[-1] if log.history else None
     out = []
     for e in range(E):
@@ -93,6 +109,8 @@ def run_points(cfgs: list[LazyAttackConfig], device: str = "cpu") -> list:
             "train_acc": float(train_ok[e].mean()), "test_acc": float(test_ok[e].mean()),
             "abs_f": float(scores[e][ok].abs().mean()) if bool(ok.any()) else None,
             **after[e],
+            "grad_all": float(g1[e]), "init_grad_all": float(g0[e]), "grad_gain": float(g1[e] / g0[e]),
+            "weight_change": float(moved[e]),
             "init_test_acc": float(init_ok[e].mean()),
             **{f"init_{k}": init[e][k] for k in ("delta", "delta_rel", "grad", "eta")},
         }])

@@ -30,7 +30,8 @@ from ...utils import make_generator, resolve_device
 
 __all__ = ["LazyConfig", "SOURCES", "PAPER", "NON_LAZY_C0", "RICH_INIT_SCALE", "MIN_TRAINED", "load_data", "build_model",
            "radius_of", "input_bounds", "neuron_params", "crossing", "log_interp_crossing", "point_ids",
-           "describe_family", "Start", "start_point", "families", "asymptotic_exponent"]
+           "describe_family", "Start", "start_point", "families", "asymptotic_exponent", "input_grad_norm",
+           "weight_change", "LAZY", "RICH", "LAZY_GAIN", "RICH_GAIN"]
 
 PAPER = papers.LAZY_TRAINING
 # The non-lazy control of every lazy claim: a ball so large that it never binds (C0/√m = 62.5
@@ -261,6 +262,20 @@ def neuron_params(model: TwoLayerReLU) -> tuple[torch.Tensor, torch.Tensor]:
             torch.cat([model.weight0, model.bias0[..., None]], -1))
 
 
+def input_grad_norm(model: TwoLayerReLU, x: torch.Tensor) -> torch.Tensor:
+    """Per copy, the mean over the inputs ``x`` (N, d) of ‖∇ₓf(x)‖ (closed form): (E,)."""
+    with torch.no_grad():
+        return model.input_grad(x.expand(model.E, -1, -1)).norm(dim=-1).mean(1)
+
+
+def weight_change(model: TwoLayerReLU) -> torch.Tensor:
+    """Per copy, the relative change of the first layer (w_s, b_s together) since init,
+    ``‖θ − θ(0)‖_F / ‖θ(0)‖_F``: (E,). Small in the lazy regime."""
+    with torch.no_grad():
+        now, init = neuron_params(model)
+        return (now - init).flatten(1).norm(dim=1) / init.flatten(1).norm(dim=1).clamp_min(1e-30)
+
+
 # ---------------------------------------------------------------------------------------
 # analysis helpers (claims and figures)
 
@@ -295,7 +310,12 @@ def point_ids(df: pd.DataFrame, config: type[Config], exclude: tuple[str, ...] =
     that axis, so a fit never pools runs that differ in anything else (lr, width, data…).
     """
     keys = [f for f in config.field_names() if f not in exclude and f in df.columns]
-    return df[keys].apply(lambda row: "|".join(map(str, row)), axis=1)
+    if not keys or df.empty:
+        return pd.Series("", index=df.index, dtype=object)
+    out = df[keys[0]].map(str).astype(object)
+    for k in keys[1:]:  # column by column: a row-wise join costs seconds on a few thousand rows
+        out = out + "|" + df[k].map(str).astype(object)
+    return out
 
 
 def families(df: pd.DataFrame, config: type[Config], axes: tuple[str, ...]) -> list[pd.DataFrame]:
@@ -303,6 +323,17 @@ def families(df: pd.DataFrame, config: type[Config], axes: tuple[str, ...]) -> l
     if df.empty:
         return []
     return [g for _, g in df.groupby(point_ids(df, config, ("seed", *axes)))]
+
+
+# The lazy regime measured on each network (issue #53, chosen from Thm 3.1 before looking): inside
+# the ball ∇ₓf = ∇ₓf₀ + a d-independent term, so the input gradient stays the initial one; a gain
+# ‖∇ₓf‖/‖∇ₓf₀‖ above 1.5 means more than a third of ‖∇ₓf‖ is new. The rich control's premise, for
+# symmetry: a gain >= 2 (‖∇ₓf₀‖² under a quarter of ‖∇ₓf‖²: the input gradient is learned).
+LAZY_GAIN = 1.5
+RICH_GAIN = 2.0
+_GAIN = "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ (mean over every test point, after / at init)"
+LAZY = claimsmod.premise_at_most("lazy", "grad_gain", LAZY_GAIN, _GAIN)
+RICH = claimsmod.premise_at_least("rich", "grad_gain", RICH_GAIN, _GAIN)
 
 
 def trained_premise(col: str) -> claimsmod.Premise:

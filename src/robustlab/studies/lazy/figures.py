@@ -136,7 +136,8 @@ def attack_figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
 
 def adversarial_figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     figs: list[Figure] = []
-    lazy = df[df["R"].isna() & df["R_factor"].isna() & (df["C0"] < NON_LAZY_C0)]
+    lazy = df[df["R"].isna() & df["R_factor"].isna() & (df["C0"] < NON_LAZY_C0)
+              & (df["init_scale"].fillna(1.0) == 1.0 if "init_scale" in df.columns else True)]
     if len(lazy):
         fig, axes = subplots(1, 2, squeeze=False)
         ax = axes[0][0]
@@ -171,7 +172,7 @@ def adversarial_figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
         ctl = sorted((r["d"], r["control_eps_half"]) for r in per_d if r.get("control_eps_half"))
         if ctl:
             ax.plot(*zip(*ctl), "s--", color=COLORS[1], lw=1,
-                    label=f"non-lazy control (C0 = {NON_LAZY_C0:g}), geometric mean")
+                    label="rich control (init ×0.01, C0 = 1000), geometric mean")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("input dimension d")
@@ -185,7 +186,7 @@ def adversarial_figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
             "(a) Robust test accuracy under ℓ2 PGD after projected adversarial training, mean ± std over "
             "seeds; it should collapse past a threshold that moves left as d grows. (b) The ε at which "
             "robust accuracy falls to half the clean accuracy, with its log–log fit; dashed: the "
-            "theorem's d^−1/2; squares: the same for the non-lazy control that left the lazy ball "
+            "theorem's d^−1/2; squares: the same for the rich control (a learned input gradient) "
             "(geometric mean over seeds per d; the exploratory question eps-half-lazy-vs-control)."))
     runs = df[df["R_factor"].notna()]
     if len(runs):
