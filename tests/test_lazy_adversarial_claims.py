@@ -1,5 +1,6 @@
 """lazy-adversarial's claims under the claims engine, on synthetic results: each verdict state;
-the non-lazy control (a planted control that passes too makes the claim inconclusive); the
+the rich control (small init, C0 = 1000, its own premise gain >= 2; a planted control that passes
+too makes the claim inconclusive); the lazy premise per curve (gain <= 1.5); the
 "trained" premise per network (a planted under-trained curve or network is excluded and
 counted, not a reason for NA); radius-high decided at every R_factor in [1.25, 2]; and the
 declarations."""
@@ -31,8 +32,12 @@ BASE = {"dataset": "mnist5k", "sphere": True, "bias": True, "R": None, "lr": 0.5
 
 
 def _curves(*, threshold, steep=6.0, ds=(25, 100, 196, 400, 784), seed=0, noise=0.05, clean=0.97,
-            seeds=3, C0=5.0, moved=1.0):
-    """Robust accuracy = clean · logistic drop in log ε around ``threshold(d)``."""
+            seeds=3, C0=5.0, moved=1.0, init_scale=None, gain=None):
+    """Robust accuracy = clean · logistic drop in log ε around ``threshold(d)``; C0 = 1000 is the
+    rich control (init_scale 0.01, gain 20) unless told otherwise, any other C0 lazy (gain 1)."""
+    rich = C0 >= NON_LAZY_C0
+    init_scale = init_scale if init_scale is not None else (0.01 if rich else 1.0)
+    gain = gain if gain is not None else (20.0 if rich else 1.0)
     rng = np.random.default_rng(seed)
     rows = []
     m = 64
@@ -46,7 +51,8 @@ def _curves(*, threshold, steep=6.0, ds=(25, 100, 196, 400, 784), seed=0, noise=
                 rows.append({**BASE, "size": int(math.isqrt(d)), "d": d, "eps": e, "seed": s, "m": m, "C0": C0,
                              "R_factor": None, "radius": r, "clean_acc": clean, "robust_acc": clean * rel,
                              "offset_ratio": moved if C0 < NON_LAZY_C0 else 40.0 / (r * 8),
-                             "lazy_radius": r, "epochs_run": 10.0})
+                             "lazy_radius": r, "epochs_run": 10.0, "init_scale": init_scale,
+                             "grad_gain": gain})
     return rows
 
 
@@ -87,6 +93,33 @@ def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive():
     c = eps_threshold_claim(_adv_df(control={"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}))
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_the_rich_control_needs_a_learned_gradient_and_the_lazy_curves_a_kept_one():
+    df = _adv_df()
+    inherited = (df["C0"] == NON_LAZY_C0) & (df["d"] == 100)  # a small-init network whose gradient did not grow
+    df.loc[inherited, "grad_gain"] = 1.2
+    hot = (df["C0"] == 5.0) & (df["d"] == 196) & (df["seed"] == 0) & (df["eps"] == EPS[0])
+    df.loc[hot, "grad_gain"] = 3.0  # a lazy-ball network whose gradient tripled: the curve is not lazy
+    c = eps_threshold_claim(df)
+    assert c.decision.verdict == REPRODUCED
+    assert next(e for e in c.to_dict()["excluded"] if e["premise"] == "lazy")["excluded"] == 1
+    assert c.evidence["control_excluded"][0] == {
+        "premise": "rich", "excluded": 3, "of": 15,
+        "detail": "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ of the ε curve's network at its smallest ε >= 2"}
+    # only the curve's network at its smallest ε decides its regime (adversarial training flattens the
+    # larger-ε networks: that is the effect)
+    flat = (df["C0"] == 5.0) & (df["eps"] > EPS[0])
+    df.loc[flat, "grad_gain"] = 0.1
+    assert eps_threshold_claim(df).decision == c.decision
+
+
+def test_standard_init_c0_1000_is_not_the_control():
+    """C0 = 1000 from the standard init stays lazy (C0_used 8-22, issue #53): not the control."""
+    df = pd.concat([_adv_df(), pd.DataFrame(_curves(C0=NON_LAZY_C0, init_scale=1.0, gain=1.1, seed=4,
+                                                    threshold=lambda d: 2.3 / math.sqrt(d)))])
+    c, base = eps_threshold_claim(df), eps_threshold_claim(_adv_df())
+    assert c.decision == base.decision and c.control.verdict == base.control.verdict
 
 
 def test_a_planted_under_trained_curve_is_excluded_not_a_reason_for_na():
