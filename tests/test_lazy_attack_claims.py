@@ -89,7 +89,7 @@ def _by_id(df):
 
 def test_the_mechanism_planted_reads_reproduced_and_its_control_fails():
     got = _by_id(_df(raw={}))
-    for cid in (*MECHANISM, "c0-more-robust", "lazy-generalise", "raw-grad-scaling"):
+    for cid in (*MECHANISM, "lazy-generalise", "raw-grad-scaling"):
         c = got[cid]
         assert c.decision.verdict == REPRODUCED, (cid, c.decision, c.evidence)
         assert c.control is not None and c.control.verdict.verdict != REPRODUCED, (cid, c.control)
@@ -230,12 +230,40 @@ def test_the_asymptotic_exponent_is_not_bent_by_the_offset():
     assert est.low < 1.0 < est.high and abs(est.value - 1) < 0.06
 
 
-def test_c0_claim_needs_all_three_quantities_and_shows_the_eta_mechanism():
-    got = _by_id(_df(c0_power=-0.5))  # |f| falls with C0: ‖δ‖ and η fall
+C0_PLANT = {"b_scale": 0.009, "noise": 0.01}  # ‖∇ₓf‖² − d/2 grows like C0², every network lazy (gain <= 1.5)
+
+
+def test_c0_claim_is_decided_per_d_on_the_lazy_networks():
+    got = _by_id(_df(**C0_PLANT))
+    c = got["c0-more-robust"]
+    assert c.decision.verdict == REPRODUCED
+    assert set(c.across["d"]) == {str(d) for d in DS} and c.control.verdict.verdict != REPRODUCED
+    got = _by_id(_df(c0_power=-0.5, **C0_PLANT))  # |f| falls with C0: ‖δ‖ and η fall
     c = got["c0-more-robust"]
     assert c.decision.verdict == CONTRADICTED
-    assert c.evidence["grad"]["verdict"] == REPRODUCED and c.evidence["eta"]["verdict"] == CONTRADICTED
-    assert {r["d"] for r in c.evidence["per_d"]} == set(DS)
+    assert c.evidence["per_d_slopes"]["784"]["grad"]["verdict"] == REPRODUCED
+    assert c.evidence["per_d_slopes"]["784"]["delta"]["verdict"] == CONTRADICTED
+
+
+def test_c0_claim_excludes_a_d_where_the_larger_c0_are_not_lazy():
+    df = _df(c0_power=-0.5, **C0_PLANT)
+    small = (df["d"] == 25) & (df["C0"] > 10)
+    df.loc[small, "grad_gain"] = 2.7  # at d = 25 the larger balls are not lazy: that d is outside
+    base = _by_id(_df(c0_power=-0.5, **C0_PLANT))["c0-more-robust"]
+    c = _by_id(df)["c0-more-robust"]
+    assert c.across["d"]["25"].startswith("excluded") and base.across["d"]["25"] == CONTRADICTED
+    assert c.decision.verdict == CONTRADICTED  # the other d still contradict it
+
+
+def test_c0_eta_reads_the_small_d_fall_with_its_mechanism():
+    df = _df()
+    small = (df["d"] == 25) & (df["C0"] > 10) & (df["sphere"])
+    df.loc[small, "eta"] = df.loc[small, "eta"] / (df.loc[small, "C0"] / 10) ** 1.5  # η falls with C0 at d = 25
+    c = _by_id(df)["c0-eta"]
+    assert c.kind == cm.EXPLORATORY and c.decision.verdict == CONTRADICTED
+    assert c.across["d"]["25"] == CONTRADICTED and c.across["d"]["784"] == REPRODUCED
+    row = next(r for r in c.evidence["per_d"] if r["d"] == 25 and r["m"] == 64)
+    assert row["slope_eta"] < 0 and set(row["grad2_minus_half_d"]) == {"10", "20", "40"}
 
 
 def test_every_builtin_claim_has_a_control_and_declared_premises():

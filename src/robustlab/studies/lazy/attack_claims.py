@@ -100,8 +100,9 @@ SPECS = (
     _mech("f-bounded", _WHY_RAW_F, {"sphere": False}),
     _mech("eta-scaling", kind=cm.EXPLORATORY),
     _mech("delta-scaling", kind=cm.EXPLORATORY),
-    cm.ClaimSpec("c0-more-robust", premises=("trained",),
+    cm.ClaimSpec("c0-more-robust", premises=("trained", "lazy"),
                  control=cm.ControlSpec("the same networks at initialisation", _WHY_INIT), min_points=2),
+    cm.ClaimSpec("c0-eta", kind=cm.EXPLORATORY, premises=("trained",), min_points=2),
     _mech("raw-grad-scaling"),
     _mech("raw-eta-scaling", kind=cm.EXPLORATORY),
 )
@@ -434,26 +435,42 @@ def exponent_claim(df: pd.DataFrame, cid: str, value: str | None = None, *, raw:
 # ---------------------------------------------------------------------------------------
 # C0
 
-C0_VALUES = (("delta", "‖δ‖"), ("grad", "‖∇ₓf‖"), ("eta", "η"))
+C0_CLAIMED = (("delta", "‖δ‖"), ("grad", "‖∇ₓf‖"))
 
 
-def _c0_slopes(runs: pd.DataFrame, prefix: str = "") -> tuple[stats.Verdict, dict]:
-    """Slopes of log ‖δ‖, log ‖∇ₓf‖ and log η on log C0, one intercept per (d, m) (fixed effects);
-    each must be above 0 (all three: the paper's statement)."""
-    labels = point_ids(runs, _config(), ("seed", "C0"))
+def _c0_slopes(rows: pd.DataFrame, cols=C0_CLAIMED) -> tuple[stats.Verdict, dict]:
+    """Slopes of the log of each of ``cols`` on log C0, one intercept per family (fixed effects:
+    every width at the same d); each must be above 0."""
+    labels = point_ids(rows, _config(), ("seed", "C0"))
     parts, ev = [], {}
-    for col, name in C0_VALUES:
-        est = stats.slope_estimate(runs["C0"], runs[prefix + col], log_x=True, log_y=True, groups=labels)
-        v = stats.decide(est, threshold=0.0, side="above", seeds=int(runs["seed"].nunique()))
+    for col, name in cols:
+        est = stats.slope_estimate(rows["C0"], rows[col], log_x=True, log_y=True, groups=labels)
+        v = stats.decide(est, threshold=0.0, side="above", seeds=int(rows["seed"].nunique()))
         parts.append(dataclasses.replace(v, reason=f"{name}: {v.reason}" if v.reason else name))
         ev[col] = {"slope": est.value, "ci": [est.low, est.high], "verdict": v.verdict}
-    return stats.combine(parts, reason="‖δ‖, ‖∇ₓf‖ and η must all grow with C0"), ev
+    names = " and ".join(n for _, n in cols)
+    return stats.combine(parts, reason=f"{names} must grow with C0"), ev
+
+
+def c0_rule(rows: pd.DataFrame) -> stats.Verdict:
+    """At one d: the slopes of log ‖δ‖ and log ‖∇ₓf‖ on log C0 (fixed effects per width), both > 0."""
+    if rows.empty or rows["C0"].nunique() < 2:
+        return cm.too_few(int(rows["C0"].nunique()) if len(rows) else 0, 2, what="values of C0")
+    return _c0_slopes(rows)[0]
+
+
+def _c0_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, list[cm.Exclusion]]:
+    runs = _with_net(_lazy(theory_runs(df))).dropna(subset=["delta", "grad", "eta"])
+    runs = runs[(runs["delta"] > 0) & (runs["R"].isna() if "R" in runs.columns else True)]
+    kept, exclusions = _trained(runs, "c0-more-robust")
+    # families (d, m, ...) that vary C0
+    return kept.groupby(point_ids(kept, _config(), ("seed", "C0"))).filter(lambda g: g["C0"].nunique() >= 2), exclusions
 
 
 def _eta_mechanism(runs: pd.DataFrame) -> list[dict]:
-    """Per (d, m): the slope on log C0 of log ‖δ‖ and of log ‖∇ₓf‖ (η's is their difference), and
-    ‖∇ₓf‖² − d/2 per C0: at small d the d-independent part of ‖∇ₓf‖² (O(C0²)) grows faster with
-    C0 than ‖δ‖ does, so η = ‖δ‖/‖∇ₓf‖ can fall."""
+    """Per (d, m): the slope on log C0 of log ‖δ‖, log ‖∇ₓf‖ and log η, and per C0 ‖∇ₓf‖² − d/2,
+    η and the median gain: at small d the d-independent part of ‖∇ₓf‖² (O(C0²)) grows faster with
+    C0 than ‖δ‖ does (gain > 1.5: outside the lazy regime), so η = ‖δ‖/‖∇ₓf‖ can fall."""
     out = []
     for (d, m), g in runs.groupby(["d", "m"]):
         if g["C0"].nunique() < 2:
@@ -466,34 +483,69 @@ def _eta_mechanism(runs: pd.DataFrame) -> list[dict]:
         means = g.groupby("C0")[["grad", "eta", "delta"]].mean()
         row["grad2_minus_half_d"] = {f"{c:g}": float(v ** 2 - d / 2) for c, v in means["grad"].items()}
         row["eta"] = {f"{c:g}": float(v) for c, v in means["eta"].items()}
+        if "grad_gain" in g.columns:
+            row["gain_median"] = {f"{c:g}": float(v) for c, v in g.groupby("C0")["grad_gain"].median().items()}
         out.append(row)
     return out
 
 
 def c0_claim(df: pd.DataFrame) -> Claim:
-    """Larger C0 gives larger ‖δ‖, ‖∇ₓf‖ and η at fixed (d, m) (§5.1): three fixed-effect slopes
-    on log C0, each above 0 (t intervals over the networks). The per-d slopes and ‖∇ₓf‖² − d/2
-    are the evidence of the η mechanism."""
-    statement = ("More movement allowed gives a larger flipping perturbation, gradient and step: the "
-                 "slopes of log ‖δ‖, log ‖∇ₓf‖ and log η on log C0, one intercept per (d, m), are all "
-                 "above 0 (unit-sphere inputs, lazy C0 only)")
-    runs = _with_net(_lazy(theory_runs(df))).dropna(subset=["delta", "grad", "eta"])
-    runs = runs[(runs["delta"] > 0) & (runs["R"].isna() if "R" in runs.columns else True)]
-    kept, exclusions = _trained(runs, "c0-more-robust")
-    kept = kept.groupby(point_ids(kept, _config(), ("seed", "C0"))).filter(lambda g: g["C0"].nunique() >= 2)
-    short = cm.too_few(int(kept["C0"].nunique()) if len(kept) else 0, 2, exclusions, what="values of C0")
-    if short is not None:
-        return Claim("c0-more-robust", statement, short, {}, SOURCE, excluded=exclusions,
-                     control=None)
-    verdict, ev = _c0_slopes(kept)
-    control = None
-    if {"init_delta", "init_grad", "init_eta"} <= set(kept.columns):
-        cv, cev = _c0_slopes(kept.dropna(subset=["init_delta", "init_grad", "init_eta"]), "init_")
-        control = cm.control_from(_SPEC["c0-more-robust"].control, cv)
-        ev["control"] = cev
-    ev["per_d"] = _eta_mechanism(kept)
-    ev["C0"] = sorted(float(c) for c in kept["C0"].unique())
-    return Claim("c0-more-robust", statement, verdict, ev, SOURCE, control=control, excluded=exclusions)
+    """Larger C0 gives larger ‖δ‖ and ‖∇ₓf‖ at fixed d (§5.1), decided at every d (``across``,
+    universal) on the lazy networks (``lazy`` per network); a d where fewer than two values of C0
+    keep lazy networks is excluded and named. Control: the same rule on the same networks'
+    measurements at initialisation (C0 plays no role there)."""
+    cid = "c0-more-robust"
+    statement = ("More movement allowed gives a larger flipping perturbation and gradient: at every d, the "
+                 "slopes of log ‖δ‖ and log ‖∇ₓf‖ on log C0 (one intercept per width) are above 0, over the "
+                 "lazy networks (unit-sphere inputs)")
+    kept, exclusions = _c0_runs(df)
+    lazy_ok = pd.Series(LAZY.mask(kept), index=kept.index) if len(kept) else pd.Series(dtype=bool)
+    lazy = kept[lazy_ok] if len(kept) else kept
+    lexcl = cm.Exclusion("lazy", int(kept["_net"].nunique() - lazy["_net"].nunique()) if len(kept) else 0,
+                         int(kept["_net"].nunique()) if len(kept) else 0, LAZY.description)
+    if kept.empty:
+        return Claim(cid, statement, cm.too_few(0, 2, exclusions, what="values of C0"), {}, SOURCE,
+                     excluded=exclusions)
+    ctrl = None
+    if {"init_delta", "init_grad"} <= set(lazy.columns):
+        ctrl = lazy.dropna(subset=["init_delta", "init_grad"]).assign(delta=lambda x: x["init_delta"],
+                                                                       grad=lambda x: x["init_grad"])
+    per, outside, control, ev = {}, {}, None, {}
+    for d in sorted(kept["d"].unique()):
+        # a (C0, d) cell is inside the regime when at least half its networks are lazy (as in _regime)
+        share = lazy_ok[kept["d"] == d].groupby(kept.loc[kept["d"] == d, "C0"]).mean()
+        c0s = sorted(float(c) for c, v in share.items() if v >= 0.5)
+        rows = lazy[(lazy["d"] == d) & lazy["C0"].isin(c0s)]
+        key = f"{int(d)}"
+        if len(c0s) < 2:
+            outside[key] = (f"lazy: {LAZY.description} for at least half the networks at {len(c0s)} value(s) "
+                            f"of C0 here ({', '.join(f'{c:g}' for c in c0s) or 'none'})")
+            continue
+        per[key], control = judge(_SPEC[cid], c0_rule, rows, ctrl)
+        ev[key] = _c0_slopes(rows)[1]
+    if not per:
+        verdict, across_rec = across("d", {}, outside=outside)
+    else:
+        verdict, across_rec = across("d", per, outside=outside)
+    evidence = {"per_d_slopes": ev, "C0": sorted(float(c) for c in kept["C0"].unique()), "outside": outside}
+    if ctrl is not None and len(ctrl):
+        evidence["control"] = _c0_slopes(ctrl)[1]
+    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=[*exclusions, lexcl],
+                 across=across_rec)
+
+
+def c0_eta_claim(df: pd.DataFrame) -> Claim:
+    """Exploratory: η grows with C0 at every d (the paper's §5.1 figure), over every trained network
+    of the ball (Def. 2.1, no gain premise), decided per d (``across``); the mechanism per (d, m)."""
+    cid = "c0-eta"
+    statement = ("exploratory (the paper's §5.1 figure, and the issue's small-d finding): the step η grows with "
+                 "C0 at every d — slope of log η on log C0 above 0 — over every trained network inside its "
+                 "ball (no gain premise); at small d the C0-dependent part of ‖∇ₓf‖² can outgrow ‖δ‖")
+    kept, exclusions = _c0_runs(df)
+    per = {f"{int(d)}": _c0_slopes(g, (("eta", "η"),))[0] for d, g in kept.groupby("d")} if len(kept) else {}
+    verdict, across_rec = across("d", per) if per else (cm.too_few(0, 2, exclusions, what="values of C0"), None)
+    return Claim(cid, statement, verdict, {"per_d": _eta_mechanism(kept) if len(kept) else []},
+                 "this study's reading of " + SOURCE, kind=cm.EXPLORATORY, excluded=exclusions, across=across_rec)
 
 
 # ---------------------------------------------------------------------------------------
@@ -502,12 +554,12 @@ def claims(df: pd.DataFrame, ctx: Context) -> list[Claim]:
     out = [ball_check(df), generalise_claim(df),
            *(exponent_claim(df, cid) for cid in ("grad-scaling", "one-step-ratio", "f-bounded",
                                                   "eta-scaling", "delta-scaling")),
-           c0_claim(df)]
+           c0_claim(df), c0_eta_claim(df)]
     if len(raw_runs(df)):
         out += [exponent_claim(df, cid, raw=True) for cid in ("raw-grad-scaling", "raw-eta-scaling")]
     return out
 
 
 __all__ = ["SPECS", "PREMISES", "RULES", "claims", "ball_check", "generalise_claim", "exponent_claim",
-           "mechanism_claim", "mechanism_table", "c0_claim", "theory_runs", "raw_runs", "THEORY", "COEF_BAND",
+           "mechanism_claim", "mechanism_table", "c0_claim", "c0_eta_claim", "theory_runs", "raw_runs", "THEORY", "COEF_BAND",
            "RATIO_BAND", "F_SLOPE_MAX"]
