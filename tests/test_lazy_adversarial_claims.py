@@ -255,3 +255,21 @@ def test_eps_margin_with_a_placebo_that_passes_too_is_inconclusive():
     c = eps_margin_claim(df)
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED, c.control
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_networks_stopped_below_the_trained_bound_are_named_with_the_claim_they_would_enter():
+    """Issue #53: a stopping rule armed by the burn-in may stop a network below the premise; the
+    study says which claim each such network would have entered."""
+    df = _radius_df(_transition).assign(stopped=False)
+    hit = (df["m"] == 64) & (df["seed"] == 0) & (df["R_factor"].isin([0.5, 1.0, 1.5]))
+    df.loc[hit, ["clean_acc", "stopped"]] = [0.6, True]
+    t = radius_transition_claim(df).evidence["training"]
+    assert t["stopped_below_bound"] == 3 and t["at_cap_below_bound"] == 0
+    entered = {n["R_factor"]: n["would_enter"] for n in t["networks"]}
+    assert entered[0.5] == "radius-transition" and entered[1.0].startswith("radius-low")
+    assert entered[1.5] == "radius-high, radius-transition"
+    eps = _adv_df().assign(stopped=False)
+    first = (eps["C0"] == 5.0) & (eps["d"] == 100) & (eps["seed"] == 0) & (eps["eps"] == EPS[0])
+    eps.loc[first, ["clean_acc", "stopped"]] = [0.6, True]
+    t = eps_threshold_claim(eps).evidence["training"]
+    assert t["stopped_below_bound"] == 1 and t["networks"][0]["would_enter"] == "eps-threshold"

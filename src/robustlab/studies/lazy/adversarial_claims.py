@@ -249,6 +249,8 @@ def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge_family, base_ev
     evidence = {**base_ev, **(ev if isinstance(ev, dict) else {"families": ev})}
     evidence["max_offset_over_radius"] = float(lazy["offset_ratio"].max()) if len(lazy) else None
     evidence["lazy_grad_gain"] = _gain_range(_lazy_rows(kept))
+    lz = _lazy_rows(rows)  # an ε curve's "trained" network is the one at its smallest ε
+    evidence["training"] = stopped_untrained(lz[lz["eps"] == lz.groupby("_curve")["eps"].transform("min")], cid)
     if ctrl is not None:
         cev = _judge_families(ctrl, judge_family)[1]
         evidence["control"] = cev
@@ -256,6 +258,34 @@ def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge_family, base_ev
             {"premise": "trained", "excluded": int(_rich_rows(rows)["_curve"].nunique() - ctrl_all["_curve"].nunique())}]
         evidence["control_grad_gain"] = _gain_range(ctrl_all)
     return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=[*excl, *lexcl])
+
+
+def _radius_entry(r: pd.Series) -> str:
+    """The radius claims a network of the R sweep enters (if trained)."""
+    f = float(r["R_factor"])
+    if np.isclose(f, LOW_FACTOR):
+        return "radius-low, radius-transition (and radius-high's control)"
+    if HIGH_FACTORS[0] <= f <= HIGH_FACTORS[1]:
+        return "radius-high, radius-transition" + (" (and radius-low's control)" if np.isclose(f, 2.0) else "")
+    return "radius-transition"
+
+
+def stopped_untrained(rows: pd.DataFrame, claim) -> dict:
+    """The networks the patience rule stopped below the "trained" bound (armed by the burn-in before
+    they reached it), each with the claim it would have entered: issue #53 asks that a stopping rule
+    never hide an untrained network without saying so. (Networks that reached the epoch cap below
+    the bound are counted apart: no rule stopped them.)"""
+    if rows.empty or "stopped" not in rows.columns:
+        return {"stopped_below_bound": 0, "at_cap_below_bound": 0, "networks": []}
+    below = rows["clean_acc"] < MIN_TRAINED
+    stopped = rows["stopped"].astype(bool)
+    keys = [k for k in ("d", "eps", "R_factor", "m", "C0", "init_scale", "seed") if k in rows.columns]
+    nets = [{**{k: (None if pd.isna(r[k]) else (r[k].item() if hasattr(r[k], "item") else r[k])) for k in keys},
+             "clean_acc": float(r["clean_acc"]), "epochs_run": float(r["epochs_run"]),
+             "would_enter": claim(r) if callable(claim) else claim}
+            for _, r in rows[below & stopped].iterrows()]
+    return {"stopped_below_bound": int((below & stopped).sum()), "at_cap_below_bound": int((below & ~stopped).sum()),
+            "networks": nets[:20]}
 
 
 def _gain_range(rows: pd.DataFrame) -> list[float] | None:
@@ -418,6 +448,7 @@ def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str
         control = cm.control_from(_SPEC[cid].control, cv)
         evidence["control"] = cev
     evidence["moved"] = _moved(rows)
+    evidence["training"] = stopped_untrained(rows, _radius_entry)
     return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl, across=across)
 
 
@@ -477,6 +508,7 @@ def radius_transition_claim(df: pd.DataFrame) -> Claim:
     cv, cev = _r_half(rows, "clean_acc")  # the control: every network, its clean accuracy
     ev["control"] = cev
     ev["moved"] = _moved(rows) if len(rows) else []
+    ev["training"] = stopped_untrained(rows, _radius_entry)
     return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl,
                  control=cm.control_from(_SPEC[cid].control, cv))
 
