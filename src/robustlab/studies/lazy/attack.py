@@ -143,9 +143,10 @@ STUDY = Study(
                 # control: SGD leaves it lazy (C0_used 14–23, docs/studies/lazy-training.md).
                 # d = 484 for C0 = 20, 40 (issue #53: reach d ≫ C0²): at d = 25 and 64 their networks'
                 # input gradient grows 1.6–2.7× (the lazy premise fails), so d = 144…784 alone would
-                # leave 3 values of d, one short of the 4 a C0 needs to be decided
+                # leave 3 values of d, one short of the 4 a C0 needs to be decided (C0 = 10 at d = 484
+                # too: c0-more-robust compares the C0 at each d, and C0 = 40 barely binds beyond 20)
                 {"size": _SIZES_QUICK, "m": [64], "C0": [10.0, 20.0, 40.0], "sphere": [True], "bias": [False]},
-                {"size": [22], "m": [64], "C0": [20.0, 40.0], "sphere": [True], "bias": [False]},
+                {"size": [22], "m": [64], "C0": [10.0, 20.0, 40.0], "sphere": [True], "bias": [False]},
                 {"size": _SIZES_QUICK, "m": [64], "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE],
                  "sphere": [True], "bias": [False]},
                 # the authors' main experiment: raw pixels, biases, lr 0.1; and its control
@@ -164,7 +165,7 @@ STUDY = Study(
             # the tightest parts (η at m=64: −0.775, spread 0.19; ‖δ‖/‖x‖: −0.37, spread 0.17)
             # need 10–11 seeds at 80 % power and 13–15 at 90 %: 13 is about 85–90 %.
             n_seeds=13,
-            description="5 sizes 5..28 (and 22 for C0 20/40), widths 64/256, C0 10/20/40 and the rich control "
+            description="5 sizes 5..28 (and 22 for the C0 sweep), widths 64/256, C0 10/20/40 and the rich control "
                         "(init ×0.01, C0=1000), 13 seeds (from a power estimate); sphere and raw pixels"),
         "paper": Preset(
             {"lr": 0.1, "epochs": 1000, "C0": 10.0},
