@@ -57,7 +57,6 @@ from .common import (
     families,
     point_ids,
 )
-from .engine import judge
 
 SOURCE = PAPER.cite("§5.2, Alg. 1")
 SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
@@ -244,7 +243,7 @@ def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge_family, base_ev
     def rule(r: pd.DataFrame) -> stats.Verdict:
         return _judge_families(r, judge_family)[0]
     rule.__name__ = judge_family.__name__
-    verdict, control = judge(_SPEC[cid], rule, lazy, ctrl)
+    verdict, control = cm.judge(_SPEC[cid], rule, lazy, ctrl)
     ev = _judge_families(lazy, judge_family)[1]
     evidence = {**base_ev, **(ev if isinstance(ev, dict) else {"families": ev})}
     evidence["max_offset_over_radius"] = float(lazy["offset_ratio"].max()) if len(lazy) else None
@@ -378,14 +377,25 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
     pairs = [(lazy, ctrl_all[key.loc[ctrl_all.index] == k]) for k, lazy in lazy_all.groupby(key.loc[lazy_all.index])]
     pairs = [(lazy, ctrl) for lazy, ctrl in pairs if not ctrl.empty]
     what = "lazy families with a matching rich control"
-    verdict, evidence = _joined([(lazy, *_margin_family(lazy, ctrl)) for lazy, ctrl in pairs], what)
+
+    def split(r: pd.DataFrame) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+        return [(g[g["_side"] == "a"], g[g["_side"] == "b"]) for _, g in r.groupby("_pair")] if len(r) else []
+
+    def margin(r: pd.DataFrame) -> stats.Verdict:
+        """The rule on a frame of (numerator ``_side`` a, denominator b) networks per ``_pair``."""
+        return _joined([(a, *_margin_family(a, b)) for a, b in split(r)], what)[0]
+    # the claim's rows: each lazy family (a) with its rich control (b); the placebo's: the control's
+    # even seeds (a) against its odd seeds (b) — the same rule on other runs
+    claim_rows = pd.concat([f.assign(_side=side, _pair=i) for i, (lazy, ctrl) in enumerate(pairs)
+                            for f, side in ((lazy, "a"), (ctrl, "b"))]) if pairs else kept.iloc[0:0]
+    placebo = pd.concat([ctrl.assign(_side=np.where(ctrl["seed"] % 2 == 0, "a", "b"), _pair=i)
+                         for i, (_, ctrl) in enumerate(pairs)]) if pairs else None
+    verdict, control = cm.judge(_SPEC[cid], margin, claim_rows, placebo)
+    evidence = _joined([(a, *_margin_family(a, b)) for a, b in split(claim_rows)], what)[1]
     if not isinstance(evidence, dict):
         evidence = {"families": evidence}
-    # the placebo: the control's even seeds against its odd ones, the same rule
-    even = [ctrl["seed"] % 2 == 0 for _, ctrl in pairs]
-    cv, cev = _joined([(ctrl, *_margin_family(ctrl[e], ctrl[~e])) for (_, ctrl), e in zip(pairs, even)], what)
-    control = cm.control_from(_SPEC[cid].control, cv)
-    evidence["control"] = cev
+    evidence["control"] = _joined([(a, *_margin_family(a, b)) for a, b in split(placebo)], what)[1] \
+        if placebo is not None else {}
     evidence = {"effect": "log(ε½ lazy / ε½ control) at the largest d minus at the smallest (ratios of geometric "
                           "means over curves), Welch–Satterthwaite t interval; below 0 if the lazy networks lose "
                           "robustness relative to the control as d grows", **evidence,
@@ -410,16 +420,15 @@ def _radius_premised(df: pd.DataFrame, cid: str) -> tuple[pd.DataFrame, pd.DataF
     return rows, kept, excl
 
 
-def _at_factor(kept: pd.DataFrame, factor: float, side: str, threshold: float) -> tuple[stats.Verdict, list]:
-    """Per width: mean robust accuracy over seeds at R_factor = factor (t interval) against the
-    threshold; every width must hold."""
+def _at_rows(at: pd.DataFrame, side: str, threshold: float) -> tuple[stats.Verdict, list]:
+    """Per width: mean robust accuracy over seeds of networks at one R_factor (t interval) against
+    the threshold; every width must hold."""
     parts, per_m = [], []
-    at = kept[np.isclose(kept["R_factor"], factor)]
     for m, g in at.groupby("m"):
         est = stats.mean_estimate(g["robust_acc"].to_numpy(float))
         v = stats.decide(est, threshold=threshold, side=side)
         parts.append(v)
-        per_m.append({"m": int(m), "R_factor": factor, "R": float(g["radius"].iloc[0]),
+        per_m.append({"m": int(m), "R_factor": float(g["R_factor"].iloc[0]), "R": float(g["radius"].iloc[0]),
                       "robust_acc": est.value, "ci": [est.low, est.high], "networks": int(len(g)),
                       "clean_acc": float(g["clean_acc"].mean()), "verdict": v.verdict})
     if len(parts) < 2:
@@ -435,18 +444,25 @@ def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str
     present = sorted(float(f) for f in rows["R_factor"].unique())
     use = [f for f in present if factors[0] <= f <= factors[1]]
     evidence: dict = {"R_factors": present, "judged_at": use, "per_width": {}}
+
+    def at(f: float) -> pd.DataFrame:
+        return kept[np.isclose(kept["R_factor"], f)]
+
+    def rule(r: pd.DataFrame) -> stats.Verdict:
+        return _at_rows(r, side, threshold)[0]
+    rule.__name__ = f"robust_acc_{side}_{threshold:g}"
+    ctrl = at(control_factor) if any(np.isclose(control_factor, present)) else None
+    control = cm.judge(_SPEC[cid], rule, kept.iloc[0:0], ctrl)[1]
     if not use:
         verdict, across = cm.too_few(0, 1, what=f"R_factor values in [{factors[0]:g}, {factors[1]:g}]"), None
     else:
         per = {}
         for f in use:
-            per[f"{f:g}"], evidence["per_width"][f"{f:g}"] = _at_factor(kept, f, side, threshold)
+            per[f"{f:g}"], control = cm.judge(_SPEC[cid], rule, at(f), ctrl)
+            evidence["per_width"][f"{f:g}"] = _at_rows(at(f), side, threshold)[1]
         verdict, across = (per[f"{use[0]:g}"], None) if len(per) == 1 else cm.across("R_factor", per)
-    control = None
-    if any(np.isclose(control_factor, present)):
-        cv, cev = _at_factor(kept, control_factor, side, threshold)
-        control = cm.control_from(_SPEC[cid].control, cv)
-        evidence["control"] = cev
+    if ctrl is not None:
+        evidence["control"] = _at_rows(ctrl, side, threshold)[1]
     evidence["moved"] = _moved(rows)
     evidence["training"] = stopped_untrained(rows, _radius_entry)
     return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl, across=across)
@@ -504,13 +520,17 @@ def radius_transition_claim(df: pd.DataFrame) -> Claim:
                  f"accuracy reaches 0.5 scales like 1/√m (slope of log R½ on log m in [{R_HALF_BAND[0]}, "
                  f"{R_HALF_BAND[1]}]), i.e. R½·√m/C0 is the same across widths")
     rows, kept, excl = _radius_premised(df, cid)
-    verdict, ev = _r_half(kept, "robust_acc")
-    cv, cev = _r_half(rows, "clean_acc")  # the control: every network, its clean accuracy
-    ev["control"] = cev
+
+    def r_half_slope(r: pd.DataFrame) -> stats.Verdict:
+        return _r_half(r, "robust_acc")[0]
+    # the control: every network, its clean accuracy in the claim's column, the same rule
+    ctrl = rows.assign(robust_acc=rows["clean_acc"]) if len(rows) else None
+    verdict, control = cm.judge(_SPEC[cid], r_half_slope, kept, ctrl)
+    ev = _r_half(kept, "robust_acc")[1]
+    ev["control"] = _r_half(rows, "clean_acc")[1]
     ev["moved"] = _moved(rows) if len(rows) else []
     ev["training"] = stopped_untrained(rows, _radius_entry)
-    return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl,
-                 control=cm.control_from(_SPEC[cid].control, cv))
+    return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl, control=control)
 
 
 def claims(df: pd.DataFrame, ctx) -> list[Claim]:

@@ -48,7 +48,6 @@ from .common import (
     scaled,
     trained_premise,
 )
-from .engine import across, judge, power_exponent
 
 SOURCE = PAPER.cite("Thm 3.1, §5.1")
 BALL_TOL = 1e-4  # offsets are measured in float32: a ratio of 1 + 1e-4 is on the ball
@@ -187,11 +186,13 @@ def generalise_claim(df: pd.DataFrame) -> Claim:
     """Every lazy grid point generalises: its mean test accuracy over seeds (t interval) is
     above MIN_TRAINED, judged point by point (not the grid mean). The failing points are named."""
     lazy = _lazy(df)
-    verdict, rows = _every_point(lazy, "test_acc")
-    control = None
-    if "init_test_acc" in lazy.columns:
-        cv, _ = _every_point(lazy, "init_test_acc")
-        control = cm.control_from(_SPEC["lazy-generalise"].control, cv)
+
+    def generalises(rows: pd.DataFrame) -> stats.Verdict:
+        return _every_point(rows, "test_acc")[0]
+    rows = _every_point(lazy, "test_acc")[1]
+    # the control: the same networks at initialisation, their accuracy in the claim's column
+    ctrl = lazy.assign(test_acc=lazy["init_test_acc"]) if "init_test_acc" in lazy.columns else None
+    verdict, control = cm.judge(_SPEC["lazy-generalise"], generalises, lazy, ctrl)
     failing = [r for r in rows if r["verdict"] != stats.REPRODUCED]
     return Claim("lazy-generalise",
                  f"Every lazy network generalises: at every grid point the mean test accuracy over seeds "
@@ -296,7 +297,7 @@ def f_bounded(g: pd.DataFrame) -> stats.Verdict:
 
 def _exponent(sub: pd.DataFrame, value: str) -> stats.Estimate:
     f, k = TRANSFORM[value]
-    return scaled(power_exponent(sub["d"], f(sub[value].to_numpy(float))), k, f"exponent of {value} against d")
+    return scaled(stats.power_exponent(sub["d"], f(sub[value].to_numpy(float))), k, f"exponent of {value} against d")
 
 
 def _exploratory(value: str):
@@ -373,11 +374,11 @@ def mechanism_claim(df: pd.DataFrame, cid: str, statement: str, *, raw: bool = F
         ctrl, ctrl_excl = _rich(kept)
     verdicts, control = {}, None
     for key, rows in per.items():
-        verdicts[key], control = judge(spec, rule, rows, ctrl)
+        verdicts[key], control = cm.judge(spec, rule, rows, ctrl)
     if not per:
-        control = judge(spec, rule, runs.iloc[0:0], ctrl)[1]
+        control = cm.judge(spec, rule, runs.iloc[0:0], ctrl)[1]
     if verdicts or outside:
-        verdict, across_rec = across("C0", verdicts, outside=outside)
+        verdict, across_rec = cm.across("C0", verdicts, outside=outside)
     else:
         verdict, across_rec = cm.too_few(0, MIN_DS, exclusions, what="lazy C0 values"), None
     evidence = {"rule": RULES[cid].__doc__.split("\n")[0] if RULES[cid].__doc__ else RULES[cid].__name__,
@@ -521,12 +522,12 @@ def c0_claim(df: pd.DataFrame) -> Claim:
             outside[key] = (f"lazy: {LAZY.description} for at least half the networks at {len(c0s)} value(s) "
                             f"of C0 here ({', '.join(f'{c:g}' for c in c0s) or 'none'})")
             continue
-        per[key], control = judge(_SPEC[cid], c0_rule, rows, ctrl)
+        per[key], control = cm.judge(_SPEC[cid], c0_rule, rows, ctrl)
         ev[key] = _c0_slopes(rows)[1]
     if not per:
-        verdict, across_rec = across("d", {}, outside=outside)
+        verdict, across_rec = cm.across("d", {}, outside=outside)
     else:
-        verdict, across_rec = across("d", per, outside=outside)
+        verdict, across_rec = cm.across("d", per, outside=outside)
     evidence = {"per_d_slopes": ev, "C0": sorted(float(c) for c in kept["C0"].unique()), "outside": outside}
     if ctrl is not None and len(ctrl):
         evidence["control"] = _c0_slopes(ctrl)[1]
@@ -543,7 +544,7 @@ def c0_eta_claim(df: pd.DataFrame) -> Claim:
                  "ball (no gain premise); at small d the C0-dependent part of ‖∇ₓf‖² can outgrow ‖δ‖")
     kept, exclusions = _c0_runs(df)
     per = {f"{int(d)}": _c0_slopes(g, (("eta", "η"),))[0] for d, g in kept.groupby("d")} if len(kept) else {}
-    verdict, across_rec = across("d", per) if per else (cm.too_few(0, 2, exclusions, what="values of C0"), None)
+    verdict, across_rec = cm.across("d", per) if per else (cm.too_few(0, 2, exclusions, what="values of C0"), None)
     return Claim(cid, statement, verdict, {"per_d": _eta_mechanism(kept) if len(kept) else []},
                  "this study's reading of " + SOURCE, kind=cm.EXPLORATORY, excluded=exclusions, across=across_rec)
 
