@@ -45,7 +45,7 @@ def _curves(*, threshold, steep=6.0, ds=(25, 100, 196, 400, 784), seed=0, noise=
     for d in ds:
         for s in range(seeds):
             t = threshold(d) * float(np.exp(rng.normal(0, noise)))
-            k = steep * float(np.exp(rng.normal(0, noise)))
+            k = (steep(d) if callable(steep) else steep) * float(np.exp(rng.normal(0, noise)))
             for e in EPS:
                 rel = 1 / (1 + (e / t) ** k)
                 rows.append({**BASE, "size": int(math.isqrt(d)), "d": d, "eps": e, "seed": s, "m": m, "C0": C0,
@@ -87,16 +87,19 @@ def test_eps_claims_reproduced_with_a_control_that_fails():
     (eps_threshold_claim, {"threshold": lambda d: 5.0}, NOT_APPLICABLE),  # never halves in the grid
     (eps_threshold_claim, {"ds": (100, 196)}, NOT_APPLICABLE),  # too few d to fit a slope
     (eps_threshold_claim, {"clean": 0.7}, NOT_APPLICABLE),  # no network trained: all excluded
-    (eps_sharp_claim, {"steep": 0.8}, CONTRADICTED),  # a gradual decline, not a sharp drop
-    (eps_sharp_claim, {"steep": 1.65, "noise": 0.5}, INCONCLUSIVE),  # width ≈ 4 and noisy
+    (eps_sharp_claim, {"threshold": lambda d: 0.2}, CONTRADICTED),  # the drop does not move with d
+    # the middle moves like d^−½ but the drop widens with d: the 75 % and 25 % points do not collapse
+    (eps_sharp_claim, {"steep": lambda d: 20.0 * 25 / d}, CONTRADICTED),
+    (eps_sharp_claim, {"threshold": lambda d: 0.7 * d ** -0.3, "noise": 0.4}, INCONCLUSIVE),
 ])
 def test_eps_claims_reach_each_state(claim, kw, state):
     c = claim(_adv_df(**kw))
     assert c.decision.verdict == state, (c.decision, c.evidence)
 
 
-def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive():
-    c = eps_threshold_claim(_adv_df(control={"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}))
+@pytest.mark.parametrize("claim", [eps_threshold_claim, eps_sharp_claim])
+def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive(claim):
+    c = claim(_adv_df(control={"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}))
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
 

@@ -1,8 +1,9 @@
 """The claims of ``lazy-adversarial`` (lazy training, NeurIPS 2022, §5.2, Alg. 1), declared with
 the claims engine (:mod:`robustlab.claims`).
 
-* ``eps-sharp-drop``: inside the lazy ball, robust/clean accuracy falls from 75 % to 25 % within
-  a factor :data:`MAX_WIDTH` in ε, at every d.
+* ``eps-sharp-drop`` (recast, issue #53): inside the lazy ball the robust-accuracy curves collapse
+  against ε·√d: the ε at 75 %, 50 % and 25 % of the clean accuracy each moves like d^−½ (slope in
+  :data:`SLOPE_BAND`). (The old rule, 75 % -> 25 % within a factor 4, passed on the rich network too.)
 * ``eps-threshold``: the ε at which it halves scales like d^(−1/2) (log–log slope in a band).
 * ``radius-low``: at the lazy radius itself (R = C0/√m, ``R_factor = 1``), robust accuracy of
   trained networks stays below 0.25, every width.
@@ -36,6 +37,7 @@ control, "rich". Excluded networks are counted in ``excluded``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -60,7 +62,7 @@ from .common import (
 
 SOURCE = PAPER.cite("§5.2, Alg. 1")
 SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
-MAX_WIDTH = 4.0  # a "sharp" change: from 75 % to 25 % (or 25 % to 75 %) within this factor
+MAX_WIDTH = 4.0  # the old "sharp" rule (75 % -> 25 % within this factor), reported as evidence only
 LOW_FACTOR = 1.0  # radius-low: R = C0/√m
 HIGH_FACTORS = (1.25, 2.0)  # radius-high: "slightly beyond" the lazy radius, every grid value in here
 R_HALF_BAND = (-0.7, -0.3)  # slope of log R½ on log m (theory −1/2: R½ ∝ C0/√m)
@@ -188,6 +190,36 @@ def _sharp_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     return stats.combine(parts, reason="every d must hold"), {"per_d": per_d}
 
 
+COLLAPSE_LEVELS = (0.75, 0.5, 0.25)
+
+
+def _collapse_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """The curves collapse against ε·√d: for q = 0.75, 0.5 and 0.25, the ε where a curve's robust/
+    clean accuracy falls to q (interpolated in log ε; a curve starting below q or never reaching it
+    gives no point), and the OLS slope of log ε_q on log d over the curves (t interval) inside
+    SLOPE_BAND; every q must hold."""
+    parts, per_q = [], {}
+    curves = list(_seed_curves(runs))
+    for q in COLLAPSE_LEVELS:
+        pts = [(d, crossing(xs, ys, q)) for d, _s, xs, ys in curves if len(ys) and ys[0] > q]
+        pts = [(d, e) for d, e in pts if np.isfinite(e)]
+        nd = len({d for d, _ in pts})
+        if nd < _SPEC["eps-sharp-drop"].min_points:
+            v = cm.too_few(nd, _SPEC["eps-sharp-drop"].min_points, what=f"values of d with an ε at {q:.0%}")
+            per_q[f"{q:g}"] = {"curves": f"{len(pts)}/{len(curves)}", "verdict": v.verdict}
+        else:
+            est = stats.slope_estimate([d for d, _ in pts], [e for _, e in pts], log_x=True, log_y=True)
+            v = stats.decide(est, threshold=SLOPE_BAND, side="inside", seeds=max(1, round(len(pts) / nd)))
+            per_q[f"{q:g}"] = {"slope": est.value, "ci": [est.low, est.high], "curves": f"{len(pts)}/{len(curves)}",
+                               "eps_q_times_sqrt_d": {int(d): float(np.exp(np.mean([math.log(e) for dd, e in pts
+                                                                                     if dd == d])) * math.sqrt(d))
+                                                      for d in sorted({d for d, _ in pts})},
+                               "verdict": v.verdict}
+        parts.append(dataclasses.replace(v, reason=f"ε at {q:.0%}: {v.reason}" if v.reason else f"ε at {q:.0%}"))
+    return stats.combine(parts, reason="every quantile's ε must move like d^−½"), {
+        "per_quantile": per_q, "old_rule_width_75_to_25": _sharp_family(runs)[1]["per_d"]}
+
+
 def _halving(runs: pd.DataFrame) -> tuple[list[tuple[int, float]], int]:
     """(d, ε½) of every curve that halves inside the ε grid, and the number of curves: a curve
     that starts at or below 50 % or never halves gives no point."""
@@ -296,12 +328,16 @@ def _gain_range(rows: pd.DataFrame) -> list[float] | None:
 
 
 def eps_sharp_claim(df: pd.DataFrame) -> Claim:
-    """Inside the lazy ball robust accuracy collapses sharply in ε (see :func:`_sharp_family`)."""
+    """Inside the lazy ball the robust-accuracy curves collapse against ε·√d (issue #53's recast of
+    the sharp drop; see :func:`_collapse_family`)."""
     return _eps_claim(df, "eps-sharp-drop",
-                      "Inside the lazy ball robust accuracy collapses sharply: for every d the robust/clean "
-                      f"accuracy falls from 75 % to 25 % within a factor {MAX_WIDTH:g} in ε", _sharp_family,
-                      {"effect": f"log(ε₂₅/ε₇₅), mean over seeds, t interval; threshold log {MAX_WIDTH:g}",
-                       "max_width_ratio": MAX_WIDTH})
+                      "Inside the lazy ball the drop of robust accuracy sits at ε ∝ d^−½ along its whole "
+                      "length: the curves collapse when plotted against ε·√d — the ε where robust/clean "
+                      f"accuracy falls to 75 %, 50 % and 25 % each has a log–log slope on d in [{SLOPE_BAND[0]}, "
+                      f"{SLOPE_BAND[1]}]", _collapse_family,
+                      {"effect": "OLS slope of log ε_q on log d over the curves, per q = 0.75, 0.5, 0.25 (the "
+                                 "one closest to its band's edge), t interval", "band": list(SLOPE_BAND),
+                       "theory_slope": -0.5})
 
 
 def eps_threshold_claim(df: pd.DataFrame) -> Claim:
