@@ -291,3 +291,15 @@ def test_networks_stopped_below_the_trained_bound_are_named_with_the_claim_they_
     eps.loc[first, ["clean_acc", "stopped"]] = [0.6, True]
     t = eps_threshold_claim(eps).evidence["training"]
     assert t["stopped_below_bound"] == 1 and t["networks"][0]["would_enter"] == "eps-threshold"
+
+
+def test_radius_sweeps_at_other_d_or_eps_are_not_pooled():
+    """Issue #53: radius claims group by (m, d, ε); a second sweep is judged on its own."""
+    one = _radius_df(_transition)
+    other = _radius_df(lambda f, m: 0.9).assign(eps=0.05)  # robust at every radius at a small ε
+    c = radius_low_claim(pd.concat([one, other]))
+    assert c.decision.verdict == CONTRADICTED  # the ε = 0.05 sweep contradicts "non-robust at R = C0/√m"
+    assert {(r["m"], r["eps"]) for r in c.evidence["per_width"]["1"]} == {(64, 0.2), (256, 0.2), (64, 0.05), (256, 0.05)}
+    assert radius_low_claim(one).decision.verdict == REPRODUCED
+    t = radius_transition_claim(pd.concat([one, other.assign(eps=0.05)]))
+    assert [s["eps"] for s in t.evidence["sweeps"]] == [0.05, 0.2]

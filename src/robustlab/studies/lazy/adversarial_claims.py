@@ -460,16 +460,19 @@ def _at_rows(at: pd.DataFrame, side: str, threshold: float) -> tuple[stats.Verdi
     """Per width: mean robust accuracy over seeds of networks at one R_factor (t interval) against
     the threshold; every width must hold."""
     parts, per_m = [], []
-    for m, g in at.groupby("m"):
+    keys = ["m", *[k for k in _SWEEP if k in at.columns]]  # never pooled across d or ε
+    for m, g in at.groupby(keys):
+        m = m[0] if isinstance(m, tuple) else m
         est = stats.mean_estimate(g["robust_acc"].to_numpy(float))
         v = stats.decide(est, threshold=threshold, side=side)
         parts.append(v)
-        per_m.append({"m": int(m), "R_factor": float(g["R_factor"].iloc[0]), "R": float(g["radius"].iloc[0]),
+        per_m.append({"m": int(m), **describe_family(g, _SWEEP),
+                      "R_factor": float(g["R_factor"].iloc[0]), "R": float(g["radius"].iloc[0]),
                       "robust_acc": est.value, "ci": [est.low, est.high], "networks": int(len(g)),
                       "clean_acc": float(g["clean_acc"].mean()), "verdict": v.verdict})
-    if len(parts) < 2:
-        return cm.too_few(len(parts), 2, what="widths with trained networks"), per_m
-    return stats.combine(parts, reason="every width must hold"), per_m
+    if len({r["m"] for r in per_m}) < 2:
+        return cm.too_few(len({r["m"] for r in per_m}), 2, what="widths with trained networks"), per_m
+    return stats.combine(parts, reason="every width (and (d, ε) sweep) must hold"), per_m
 
 
 def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str, threshold: float,
@@ -528,7 +531,29 @@ def radius_high_claim(df: pd.DataFrame) -> Claim:
                          "width", HIGH_FACTORS, "above", 0.75, LOW_FACTOR)
 
 
+_SWEEP = ("d", "eps")  # a radius sweep is one (d, ε): sweeps at other d or ε are never pooled
+
+
+def _sweeps(rows: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
+    keys = [k for k in _SWEEP if k in rows.columns]
+    if rows.empty or not keys:
+        return [((), rows)] if len(rows) else []
+    return [(k if isinstance(k, tuple) else (k,), g) for k, g in rows.groupby(keys)]
+
+
 def _r_half(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
+    """Per (d, ε) sweep: :func:`_r_half_one`; every sweep must hold (one sweep: its verdict)."""
+    parts = [(key, *_r_half_one(g, col)) for key, g in _sweeps(kept)]
+    if not parts:
+        return _r_half_one(kept, col)
+    if len(parts) == 1:
+        return parts[0][1], parts[0][2]
+    return (stats.combine([v for _, v, _ in parts], reason="every (d, ε) sweep must hold"),
+            {"sweeps": [{"d": k[0], "eps": k[1] if len(k) > 1 else None, "verdict": v.verdict, **ev}
+                        for k, v, ev in parts]})
+
+
+def _r_half_one(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
     """Per (m, seed): R½ (the radius where ``col`` first reaches 0.5, interpolated in log R);
     the OLS slope of log R½ on log m against R_HALF_BAND."""
     pts, total = [], 0
