@@ -698,7 +698,10 @@ def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
                         {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
     figures: list[Figure] = []
     try:
-        figures = study.figures(df, ctx)
+        from ..report.plots import style
+
+        with style():  # the house style for this step only: the caller's rcParams come back after
+            figures = study.figures(df, ctx)
         if not isinstance(figures, list) or not all(isinstance(f, Figure) for f in figures):
             raise TypeError(f"study {study.name!r}: figures() must return a list of Figure, got "
                             f"{type(figures).__name__}")
