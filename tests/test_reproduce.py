@@ -3,9 +3,11 @@
 
 import dataclasses
 import json
+import os
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +52,7 @@ def table_of(stdout: str) -> str:
 def _assert_one_crash(captured, crashed: str, survivor: str, error: str) -> None:
     """One study reported as crashed (with ``error``) and the other's claim still judged."""
     assert f"1 study crashed ({crashed})" in captured.err
-    assert re.search(rf"^  \? study-crashed  INCONCLUSIVE\n      the study crashed: {error}", captured.out, re.M)
+    assert re.search(rf"^  \? study-crashed  INCONCLUSIVE  —  the study crashed: {error}", captured.out, re.M)
     assert re.search(rf"^{survivor}  no paper claims .*self-checks: 1/1 hold", captured.out, re.M)
 
 
@@ -239,8 +241,8 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     captured = capsys.readouterr()
     err = captured.err.splitlines()
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
-    assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
-    assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[2])  # the tally is on stdout
+    assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke", "[2/2] smoke-b"]  # one line each, when done
+    assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[1])  # the tally is on stdout
     # smoke: its loss check is a self-check, its accuracy reading exploratory
     assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", captured.out, re.M)
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
@@ -262,7 +264,7 @@ def test_studies_run_in_run_order_and_report_in_the_asked_order(tmp_path, capsys
     assert reproduce(out, preset="quick", options=SweepOptions(quiet=False),
                      studies=["smoke", "smoke-b", "smoke-c"]) == 0
     captured = capsys.readouterr()
-    started = [ln.split(":")[0] for ln in captured.err.splitlines() if ln.endswith("points")]
+    started = [ln.split(":")[0] for ln in captured.err.splitlines() if ln.endswith("points)")]
     assert started == ["[1/3] smoke-b", "[2/3] smoke-c", "[3/3] smoke"]
     meta = json.loads((out / "reproduce.json").read_text())
     assert meta["studies"] == list(meta["timings"]) == ["smoke", "smoke-b", "smoke-c"]
@@ -331,3 +333,69 @@ def test_a_study_that_crashed_while_drawing_is_analysed_again_by_report_once_fix
     meta = records.read_json(out / "reproduce.json")
     assert meta["crashed"] == {} and meta["recovered"] == ["smoke"]
     assert "drawing failed" not in (out / "report.html").read_text()
+
+
+# the quick preset's shape (docs/results.md): 4 studies, 26 paper claims of which 15 are not
+# reproduced (3 contradicted, 7 inconclusive, 5 not applicable), exploratory readings, self-checks
+_SHAPE = {"fake-a": ["contradicted", "inconclusive", "inconclusive", "not applicable"] + ["reproduced"] * 3,
+          "fake-b": ["contradicted", "inconclusive", "inconclusive", "not applicable", "not applicable"]
+          + ["reproduced"] * 2,
+          "fake-c": ["contradicted", "inconclusive", "not applicable"] + ["reproduced"] * 3,
+          "fake-d": ["inconclusive", "inconclusive", "not applicable"] + ["reproduced"] * 3}
+_LONG = ("a reason long enough to need several lines when wrapped at the console's width, naming the premise "
+         "that failed, the knob it depends on and what the control did; the report holds all of it")
+
+
+def _fake_claims(verdicts):
+    from robustlab.claims import EXPLORATORY, SELF_CHECK
+    from robustlab.stats import Condition, Verdict
+
+    def claims(df, ctx):
+        out = []
+        for i, v in enumerate(verdicts):
+            cond = (Condition("networks stay lazy", False, "max offset 1.3"),) if v == "not applicable" else ()
+            out.append(Claim(f"c{i}", f"statement {i} " * 20, Verdict(v, effect=0.1 * i, interval=(0.1 * i - 0.05, 0.1 * i + 0.05),
+                             threshold=0.2, side="above", seeds=3, seeds_needed=9 if v == "inconclusive" else None,
+                             conditions=cond, reason=_LONG), {"slope": 0.5, "slope_ci": [0.4, 0.6]}, "test"))
+        out += [Claim("x0", "an open question", Verdict("inconclusive", effect=0.0, interval=(-0.1, 0.1), threshold=0.0,
+                      side="above", reason=_LONG), {}, "test", kind=EXPLORATORY),
+                Claim("x1", "another", Verdict("reproduced", effect=0.3, interval=(0.2, 0.4), threshold=0.0,
+                      side="above"), {}, "test", kind=EXPLORATORY),
+                Claim("sc", "an invariant", Verdict("reproduced", effect=0.0, interval=(0.0, 0.0), threshold=(-1.0, 1.0),
+                      side="inside"), {}, "test", kind=SELF_CHECK)]
+        return out
+
+    return claims
+
+
+def test_reproduce_console_is_at_most_40_lines_one_per_claim_not_reproduced(tmp_path, capsys, monkeypatch):
+    """The default console of a quick-sized reproduce (fake studies shaped like the quick preset's
+    claims): one line per study, exactly one line per claim not reproduced (verdict, effect, a
+    short reason), the tally and the report's path; everything else behind -v."""
+    for name, verdicts in _SHAPE.items():
+        register(monkeypatch, smoke_variant(name, claims=_fake_claims(verdicts)))
+    out = tmp_path / "rep"
+    argv = ["reproduce", "--only", ",".join(_SHAPE), "--out", str(out), "--workers", "1"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    lines = [ln for ln in (cap.err + cap.out).splitlines()]
+    assert len(lines) <= 40, "\n".join(lines)
+    if os.environ.get("ROBUSTLAB_SHOW_CONSOLE"):
+        Path(os.environ["ROBUSTLAB_SHOW_CONSOLE"]).write_text(cap.err + cap.out)
+    for name in _SHAPE:
+        assert sum(ln.startswith(f"{name}  ") for ln in cap.out.splitlines()) == 1  # one line per study
+    flagged = [ln for ln in cap.out.splitlines() if ln.startswith("  ")]
+    assert len(flagged) == 15 + 4  # 15 paper claims and 4 exploratory readings not reproduced, one line each
+    assert all(len(ln) <= 110 for ln in flagged)  # clipped, never wrapped
+    assert any("CONTRADICTED  0 [-0.05, 0.05] > 0.2  —  a reason long enough" in ln for ln in flagged)
+    assert any("INCONCLUSIVE" in ln and "about 9 seeds (6 more) would decide it" in ln for ln in flagged)
+    assert any("NOT APPLICABLE" in ln and "condition 'networks stay lazy' not met (max offset 1.3)" in ln
+               for ln in flagged)
+    assert cap.out.splitlines()[-2].startswith("26 claims: 11 reproduced, 3 contradicted, 7 inconclusive, "
+                                               "5 not applicable")
+    assert cap.out.splitlines()[-1].startswith(f"report: {(out / 'report.html').resolve()}")
+    # -v: the evidence, statements and full reasons (the report has them in any case)
+    assert main(["report", str(out), "-v"]) == 0
+    verbose = capsys.readouterr().out
+    assert len(verbose.splitlines()) > 100 and "» statement 0" in verbose and "slope = 0.5" in verbose
+    assert "the report holds all of it" in verbose

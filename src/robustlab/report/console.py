@@ -2,10 +2,11 @@
 person reads in a minute, pytest-style.
 
 One header line per study (``lazy-attack  6/6 reproduced  10.9 s``, its self-checks and how
-many controls fail as they must), then one line per claim that is not reproduced (its verdict,
-effect [interval] against the threshold, its control) with the reason under it, and a final
-tally. ``verbose`` (``-v``) adds every claim, reproduced ones too, with the premises' exclusions,
-the statement and the evidence.
+many controls fail as they must), then exactly one line per claim that is not reproduced (its
+mark, verdict, effect [interval] against the threshold and a short reason, clipped to the
+width), and a final tally. ``verbose`` (``-v``) gives every claim, reproduced ones too, on
+several lines: its control, the premises' exclusions, the verdict across a knob, the full
+reason, the statement and the evidence (the report holds all of it too).
 
 Reads claim dicts as :meth:`robustlab.studies.base.Claim.to_dict` writes them (``kind``,
 ``verdict``, ``effect``, ``interval``, ``threshold``, ``side``, ``control``, ``excluded``,
@@ -30,7 +31,7 @@ from .text import (
     verdict_of,
 )
 
-__all__ = ["console_text", "study_header", "claim_lines", "tally_line", "MARKS"]
+__all__ = ["console_text", "study_header", "claim_lines", "short_reason", "tally_line", "MARKS"]
 
 # one mark per verdict, as pytest prints one per test
 MARKS = {"reproduced": "✓", "contradicted": "✗", "inconclusive": "?", "not applicable": "-"}
@@ -77,15 +78,35 @@ def _reason(c: dict[str, Any]) -> str:
     return c.get("reason") or ""
 
 
+def short_reason(c: dict[str, Any]) -> str:
+    """Why a claim is not reproduced, in a few words: the seeds that would decide an
+    inconclusive one, the premise an inapplicable one misses, a contradicted one's reason
+    (else its control); '' for a reproduced claim."""
+    v = verdict_of(c)
+    if v == "reproduced":
+        return ""
+    if v == "inconclusive" and c.get("seeds_needed") is not None:
+        more = f" ({c['more_seeds']} more)" if c.get("more_seeds") is not None else ""
+        return f"about {c['seeds_needed']} seeds{more} would decide it"
+    reason = " ".join((_reason(c) or "").split())
+    if not reason and v == "contradicted" and c.get("control"):
+        reason = control_text(c)
+    return reason
+
+
 def claim_lines(c: dict[str, Any], *, width: int = 110, verbose: bool = False) -> list[str]:
-    """A claim in one line (mark, id, verdict, effect [interval] vs threshold, control), and
-    under it the reason it is not reproduced; with ``verbose`` its exclusions, the verdict
-    across a knob, the statement and the evidence too."""
+    """A claim in one line: mark, id, verdict, effect [interval] vs threshold and, for one not
+    reproduced, a short reason (:func:`short_reason`), clipped to ``width``. With ``verbose``
+    the line carries the control, and the lines under it the reason, exclusions, the verdict
+    across a knob, the statement and the evidence."""
     v = verdict_of(c)
     kind = kind_of(c)
     tag = "" if kind == "claim" else f"[{kind}] "
     head = f"  {MARKS[v]} {tag}{c['id']}  {WORDS[v]}"
     line = head + (f"  {decision_text(c)}" if decision_text(c) else "")
+    if not verbose:
+        why = short_reason(c)
+        return [_clip(line + (f"  —  {why}" if why else ""), width)]
     # a claim never decided on a measurement (a crashed study) has no control to speak of
     ctl = control_text(c) if c.get("effect") is not None or c.get("control") else ""
     more = []
@@ -97,27 +118,16 @@ def claim_lines(c: dict[str, Any], *, width: int = 110, verbose: bool = False) -
     indent = "      "
     if v != "reproduced" and _reason(c):
         more.append(_reason(c))
-    if excluded_text(c) and (verbose or v != "reproduced"):
+    if excluded_text(c):
         more.append(excluded_text(c))
-    if c.get("across") and (verbose or (v != "reproduced" and not _reason_spells_across(c))):
+    if c.get("across"):
         more.append("across " + "; ".join(f"{knob}: " + ", ".join(f"{k} {x}" for k, x in vals.items())
                                          for knob, vals in c["across"].items()))
-    if verbose:
-        more.append("» " + " ".join(str(c.get("statement", "")).split()))
-        more += [f"{k} = {x}" for k, x in format_evidence(c.get("evidence") or {}, limit=100)]
+    more.append("» " + " ".join(str(c.get("statement", "")).split()))
+    more += [f"{k} = {x}" for k, x in format_evidence(c.get("evidence") or {}, limit=100)]
     for text in more:
-        out.extend(textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                                 max_lines=None if verbose else 2, placeholder=" …"))
+        out.extend(textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  "))
     return out
-
-
-def _reason_spells_across(c: dict[str, Any]) -> bool:
-    """Whether the "across" line would add nothing: the reason already gives the verdict at every
-    value of every knob (``10 → reproduced``), or each knob took one value."""
-    reason = _reason(c) or ""
-    if all(len(vals) < 2 for vals in c["across"].values()):
-        return True  # one value: nothing to compare
-    return all(f"{k} → {x}" in reason for vals in c["across"].values() for k, x in vals.items())
 
 
 def _clip(text: str, width: int) -> str:
@@ -149,8 +159,8 @@ def tally_line(sections: list[StudySection]) -> str:
 
 def console_text(sections: list[StudySection], *, seconds: dict[str, float] | None = None,
                  verbose: bool = False, width: int = 110) -> str:
-    """The end-of-run summary: per study a header and its claims that need a look (every claim
-    with ``verbose``), then the tally."""
+    """The end-of-run summary: per study a header and one line per claim that needs a look
+    (every claim, at length, with ``verbose``), then the tally."""
     seconds = seconds or {}
     lines: list[str] = []
     for s in sections:

@@ -267,8 +267,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     with ThreadPoolExecutor(1, thread_name_prefix="robustlab-finalize") as drawer:
         try:
             for i, p in enumerate(plans, 1):
-                label = f"[{i}/{len(plans)}] {p.study.name}"
-                _say(f"{label}: {len(p.points)} points", quiet)
+                label = f"[{i}/{len(plans)}] {p.study.name}"  # the progress bar's; a line when done
                 ts = time.perf_counter()
                 fut: Future = Future()
                 try:
