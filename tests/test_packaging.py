@@ -152,3 +152,129 @@ def test_every_module_imports_and_a_run_with_workers_completes_without_posix_cal
     man = robustlab.records.read_json(out / "manifest.json")
     assert man["workers"] == 2 and man["sweep"]["groups"] == 2 and man["sweep"]["failed_now"] == 0
     assert len((out / "results.jsonl").read_text().splitlines()) > 0
+
+
+# ----------------------------------------------------------------------------------------
+# publishing: metadata, README links, the wheel and the tree it leaves
+
+def _project() -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_metadata_license_classifiers_urls():
+    project = _project()["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]  # SPDX (PEP 639)
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "robustlab's authors" in text
+    assert "Typing :: Typed" in project["classifiers"]
+    assert not any(c.startswith("License ::") for c in project["classifiers"])  # the SPDX string says it
+    urls = project["urls"]
+    assert {"Homepage", "Repository", "Documentation", "Issues", "Changelog"} <= set(urls)
+    assert all(u.startswith(urls["Repository"]) for u in urls.values())
+    assert (ROOT / "src" / "robustlab" / "py.typed").is_file()
+
+
+def test_readme_links_and_figure_are_absolute_and_point_at_files_that_exist():
+    """PyPI shows the README without the repository beside it: every link and image is an
+    absolute address under the Repository URL of pyproject.toml, naming a file of this tree."""
+    import re
+
+    repo = _project()["project"]["urls"]["Repository"]
+    raw = repo.replace("https://github.com/", "https://raw.githubusercontent.com/") + "/main/"
+    blob = repo + "/blob/main/"
+    targets = re.findall(r"\]\(([^)\s]+)\)", (ROOT / "README.md").read_text())
+    assert targets
+    for t in targets:
+        assert t.startswith(("https://", "http://", "#")), f"relative link in README.md: {t}"
+        for base in (raw, blob):
+            if t.startswith(base):
+                assert (ROOT / t[len(base):]).is_file(), t
+    assert any(t.startswith(raw) and t.endswith(".png") for t in targets)  # the figure
+
+
+# import name -> distribution, where they differ
+_DIST = {"sklearn": "scikit-learn", "yaml": "pyyaml", "PIL": "pillow"}
+
+
+def _third_party_imports() -> set[str]:
+    import ast
+
+    stdlib = set(sys.stdlib_module_names)
+    found = set()
+    for path in (ROOT / "src" / "robustlab").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for n in names:
+                top = n.split(".")[0]
+                if top not in stdlib and top not in ("robustlab", "IPython"):  # IPython: asked only inside a kernel
+                    found.add(_DIST.get(top, top))
+    return found
+
+
+def test_every_imported_package_is_declared():
+    import re
+
+    project = _project()["project"]
+    declared = {re.split(r"[<>=;\[ ]", d)[0].lower() for d in project["dependencies"]}
+    declared |= {re.split(r"[<>=;\[ ]", d)[0].lower() for ds in project["optional-dependencies"].values() for d in ds}
+    missing = {m for m in _third_party_imports() if m.lower() not in declared}
+    assert not missing, f"imported by robustlab but not declared in pyproject.toml: {sorted(missing)}"
+    assert "cycler" in {re.split(r"[<>=;\[ ]", d)[0] for d in project["dependencies"]}
+
+
+def test_library_code_logs_instead_of_printing():
+    """print() only where output is the point: the CLI, the progress display and the end-of-
+    command summary of reproduce/report (what the CLI shows); diagnostics go through logging."""
+    import ast
+
+    allowed = {"cli.py": None, "sweep/progress.py": None, "studies/reproduce.py": {"_say", "_reproduce_locked", "rebuild"}}
+    found = []
+    for path in (ROOT / "src" / "robustlab").rglob("*.py"):
+        rel = path.relative_to(ROOT / "src" / "robustlab").as_posix()
+        tree = ast.parse(path.read_text())
+        for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)] + [tree]:
+            body = fn.body if fn is not tree else [n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.ClassDef)]
+            for node in (x for b in body for x in ast.walk(b)):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                    where = getattr(fn, "name", "<module>")
+                    if rel in allowed and (allowed[rel] is None or where in allowed[rel]):
+                        continue
+                    found.append(f"{rel}:{node.lineno} in {where}")
+    assert not found, found
+
+
+def test_pip_wheel_leaves_no_litter_and_ships_license_and_py_typed(tmp_path):
+    """``pip wheel .`` on a copy of the tree (offline: this environment's setuptools): the
+    wheel holds py.typed, the license and the metadata; the tree keeps no build/ or egg-info."""
+    import shutil
+    import zipfile
+
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True)
+    if files.returncode != 0:
+        pytest.skip("not a git checkout")
+    tree = tmp_path / "tree"
+    for rel in files.stdout.splitlines():
+        if (ROOT / rel).is_file():
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, tree / rel)
+    dist = tmp_path / "dist"
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                        "-w", str(dist), str(tree)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert not (tree / "build").exists() and not list(tree.rglob("*.egg-info")), sorted(
+        p.relative_to(tree).as_posix() for p in tree.rglob("*") if "build" in p.name or "egg-info" in p.name)
+    (wheel,) = dist.glob("robustlab-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "robustlab/py.typed" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "License-Expression: MIT" in meta and "Classifier: Typing :: Typed" in meta
+    assert "Project-URL: Repository, https://github.com/" in meta and "Requires-Dist: cycler" in meta
+    assert "](https://raw.githubusercontent.com/" in meta  # the README, as PyPI shows it

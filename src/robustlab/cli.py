@@ -8,6 +8,7 @@ directory is created.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -618,13 +619,37 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"robustlab: warning: {text}", file=file or sys.stderr, flush=True)
 
 
+class _Stderr(logging.StreamHandler):
+    """The library's log records (logger ``robustlab``), one line each on the current stderr."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):  # whatever sys.stderr is at the time (a test may have replaced it)
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning
+    log = logging.getLogger("robustlab")  # the library logs; the CLI shows its warnings
+    handler, level = _Stderr(), log.level
+    handler.setLevel(logging.WARNING)
+    log.addHandler(handler)
+    if log.getEffectiveLevel() > logging.WARNING:
+        log.setLevel(logging.WARNING)
     try:
         return _main(argv)
     finally:
         warnings.showwarning = shown
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 def _main(argv: list[str] | None) -> int:
