@@ -563,10 +563,13 @@ def _add_evaluate_export(sub) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--out", type=Path, default=None,
                    help="write evaluation.csv, per_sample.csv and robust_accuracy.png here (a new directory)")
-    p = sub.add_parser("export", help="a run's results (with their configs) and claims as CSV or Parquet")
-    p.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
-    p.add_argument("--format", default="csv", help="csv (default) or parquet")
-    p.add_argument("--out", type=Path, required=True, help="the results file; the claims go beside it")
+    p = sub.add_parser("export", help="runs' results (with their configs) and claims as one CSV or Parquet "
+                                      "table, or to MLflow")
+    p.add_argument("dir", type=Path, nargs="+", help="run directories or reproduce directories (one or more)")
+    p.add_argument("--format", default="csv", help="csv (default), parquet, or mlflow (pip install "
+                                                   "'robustlab[mlflow]')")
+    p.add_argument("--out", type=Path, required=True,
+                   help="the results file (the claims go beside it); for mlflow, the tracking URI")
     p.add_argument("--force", action="store_true", help="replace existing files")
 
 
@@ -605,6 +608,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .export import export
 
+    if args.format == "mlflow":
+        from .export import export_mlflow
+
+        ids = export_mlflow(args.dir, tracking_uri=str(args.out))
+        print(f"logged {len(ids)} run{'s' if len(ids) != 1 else ''} to MLflow at {args.out}")
+        return 0
     for path in export(args.dir, args.out, fmt=args.format, force=args.force):
         print(f"wrote {path}")
     return 0
