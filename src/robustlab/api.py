@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -23,7 +24,7 @@ from . import records
 from .config import ConfigError, UserError
 
 __all__ = ["Run", "runs", "RUN_COLUMNS", "compare", "Comparison", "claims_frame", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
-           "grid_args", "results_differ"]
+           "grid_args", "results_differ", "study_file_change"]
 
 
 def default_out(name: str) -> Path:
@@ -311,8 +312,30 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
         prior = records.read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
         if prior.get("rerun_of") != str(src.resolve()):  # an interrupted rerun of src resumes
             raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
+    changed = study_file_change(manifest)
+    if changed:
+        logging.getLogger(__name__).warning(f"robustlab: warning: {changed}; the rerun runs it as it is now")
     summary = execute(p, out, options, record={"rerun_of": str(src.resolve())})
     return Run(out, summary)
+
+
+def study_file_change(manifest: Mapping[str, Any]) -> str | None:
+    """For a run of a study file: a sentence naming the file when its bytes are no longer those
+    the run's sittings recorded (their sha256), else None (a built-in or plugin study, an
+    unchanged file, or an old record without hashes)."""
+    origin = manifest.get("study_origin") or {}
+    if not isinstance(origin, dict) or origin.get("kind") != "file" or not origin.get("path"):
+        return None
+    recorded = [((s.get("code") or {}).get("study") or {}).get("sha256")
+                for s in manifest.get("sittings") or [] if isinstance(s, dict)]
+    recorded = [h for h in recorded if h and h != "unknown"]
+    if not recorded:
+        return None
+    now = records.file_hash(origin["path"])
+    if now in recorded:
+        return None
+    state = f"sha256 {recorded[-1][:12]} then, {now[:12]} now" if now else "it is gone or unreadable now"
+    return f"the study file {origin['path']} changed since the run ({state})"
 
 
 def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]:

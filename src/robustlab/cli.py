@@ -468,8 +468,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
     print(console_text([run.summary["section"]], verbose=args.verbose))
     differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
+    from .api import study_file_change
+
+    changed = study_file_change(records.read_json(args.dir / "manifest.json"))
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
-          + ("DIFFERS from the original" if differ else "byte-identical to the original"))
+          + ("DIFFERS from the original" if differ else "byte-identical to the original")
+          + (f" ({changed})" if changed else ""))
     for line in differ:
         print(f"  differs: {line}")
     then = records.read_json(args.dir / "manifest.json").get("host") or {}
