@@ -222,8 +222,12 @@ def test_a_forced_failure_is_recorded_reported_and_not_rerun_unless_asked(tmp_pa
     assert "Failed points (3" in html and "forced failure at lr=0.5" in html
     assert len((out / "results.jsonl").read_text().splitlines()) == 3 * 30  # lr=0.1 only
 
+    first = records.read_json(out / "manifest.json")
     assert run_cli(*argv) == 0  # re-running into the directory: nothing to do
-    assert records.read_json(out / "manifest.json")["sweep"]["ran"] == 0
+    again = records.read_json(out / "manifest.json")
+    # a no-op resume keeps the record of the sweep that did the work (its timing too)
+    assert again["sweep"] == first["sweep"] and again["finished"] == first["finished"]
+    assert again["resumed"] == 1 and len(again["sittings"]) == 2
     assert run_cli(*argv, "--retry-failed") == 0  # the failed group runs (and fails) again
     sweep = records.read_json(out / "manifest.json")["sweep"]
     assert sweep["ran"] == 3 and sweep["failed_now"] == 3

@@ -567,9 +567,14 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
         if fresh and not _holds_points(out):
             shutil.rmtree(out, ignore_errors=True)
         raise
-    manifest["finished"] = records.now_iso()
-    manifest["sittings"][-1]["finished"] = manifest["finished"]
-    manifest["sweep"] = stats
+    manifest["sittings"][-1]["finished"] = records.now_iso()
+    if old is not None and old.get("sweep") and not stats.get("ran") and not taken:
+        # a resume that found nothing to run: the sweep that did the work keeps its record
+        # (what it ran, its wall time, when the run finished); this sitting is in `sittings`
+        manifest["sweep"], manifest["finished"] = old["sweep"], old.get("finished")
+    else:
+        manifest["finished"] = manifest["sittings"][-1]["finished"]
+        manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
 
 
