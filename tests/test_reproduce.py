@@ -183,9 +183,11 @@ def test_rerun_into_the_same_dir_resumes_and_a_different_run_is_refused(tmp_path
     out = tmp_path / "r"
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 0
     first = records.read_jsonl(out / "smoke" / "results.jsonl")
+    sweep = records.read_json(out / "smoke" / "manifest.json")["sweep"]
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 0
     manifest = records.read_json(out / "smoke" / "manifest.json")
-    assert manifest["sweep"]["ran"] == 0 and manifest["sweep"]["skipped"] == 2
+    # nothing ran: the manifest keeps the record (and timing) of the sweep that did the work
+    assert manifest["sweep"] == sweep and sweep["ran"] == 2 and manifest["resumed"] == 1
     assert records.read_jsonl(out / "smoke" / "results.jsonl") == first
     assert records.read_json(out / "reproduce.json")["resumed"] == 1
     for kw in ({"preset": "paper", "studies": ["smoke"]}, {"preset": "quick", "studies": ["smoke"], "seed": 5}):
@@ -363,9 +365,17 @@ def _fake_claims(verdicts):
         out = []
         for i, v in enumerate(verdicts):
             cond = (Condition("networks stay lazy", False, "max offset 1.3"),) if v == "not applicable" else ()
-            out.append(Claim(f"c{i}", f"statement {i} " * 20, Verdict(v, effect=0.1 * i, interval=(0.1 * i - 0.05, 0.1 * i + 0.05),
-                             threshold=0.2, side="above", seeds=3, seeds_needed=9 if v == "inconclusive" else None,
-                             conditions=cond, reason=_LONG), {"slope": 0.5, "slope_ci": [0.4, 0.6]}, "test"))
+            verdict = Verdict(v, effect=0.1 * i, interval=(0.1 * i - 0.05, 0.1 * i + 0.05), threshold=0.2,
+                              side="above", seeds=3, seeds_needed=9 if v == "inconclusive" else None,
+                              conditions=cond, reason=_LONG)
+            failing = Verdict("contradicted", effect=-1.0, interval=(-1.1, -0.9), threshold=0.2, side="above")
+            # a working control (the engine allows no reproduced claim without one): the same
+            # rule on other rows, where it fails
+            spec = cl.ClaimSpec(f"c{i}", control=cl.ControlSpec({"lr": 0.5}, "planted"))
+            v_, ctl = cl.judge(spec, lambda rows, verdict=verdict, failing=failing:
+                               failing if "control" in rows else verdict, df, df.assign(control=1))
+            out.append(Claim(f"c{i}", f"statement {i} " * 20, v_, {"slope": 0.5, "slope_ci": [0.4, 0.6]}, "test",
+                             control=ctl))
         out += [Claim("x0", "an open question", Verdict("inconclusive", effect=0.0, interval=(-0.1, 0.1), threshold=0.0,
                       side="above", reason=_LONG), {}, "test", kind=EXPLORATORY),
                 Claim("x1", "another", Verdict("reproduced", effect=0.3, interval=(0.2, 0.4), threshold=0.0,
