@@ -51,7 +51,7 @@ def test_one_line_per_claim_not_reproduced_with_a_short_reason():
     lines = text.splitlines()
     assert not any(" rep " in f"{line} " and "✓" in line for line in lines)  # reproduced claims stay quiet
     flagged = [line for line in lines if line.startswith("  ")]
-    assert len(flagged) == 5  # con, inc, na, knob, the exploratory spectrum: one line each
+    assert len(flagged) == 4  # con, inc, na, knob: one line each (the exploratory reading is counted)
     con = next(line for line in lines if "✗ con" in line)
     assert "CONTRADICTED  -0.3 [-0.4, -0.2] > 0  —  control: C0 = 1000 → contradicted ✓" in con  # no reason: the control
     inc = next(line for line in lines if "? inc" in line)
@@ -59,7 +59,8 @@ def test_one_line_per_claim_not_reproduced_with_a_short_reason():
     na = next(line for line in lines if "- na" in line)
     assert "NOT APPLICABLE  —  too few points remain" in na
     assert "excluded: lazy 18/20" not in text and "across C0" not in text  # behind -v
-    assert "? [exploratory] spectrum  INCONCLUSIVE" in text
+    assert "spectrum" not in text and "exploratory 0/1" in lines[0]  # counted in the header; -v shows it
+    assert "? [exploratory] spectrum  INCONCLUSIVE" in console_text([_section()], verbose=True)
     assert lines[-1] == tally_line([_section()])
     assert lines[-1].startswith("6 claims: 2 reproduced, 1 contradicted, 2 inconclusive, 1 not applicable")
     assert "self-checks 2/2 hold" in lines[-1] and "1 exploratory" in lines[-1]

@@ -69,7 +69,7 @@ def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path,
     assert meta["preset"] == "quick" and meta["studies"] == ["smoke"] and meta["finished"]
     assert meta["command"] == f"robustlab reproduce --preset quick --out {out} --only smoke"
     assert set(meta["timings"]) == {"smoke"} and meta["versions"]["torch"]
-    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", printed, re.M)
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold  ·  exploratory \d/1$", printed, re.M)
     assert re.search(r"^  ✓ \[exploratory\] smoke-accuracy  reproduced  0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85$", printed, re.M)
     assert f"report: {(out / 'report.html').resolve()}" in printed
     html = (out / "report.html").read_text()
@@ -255,7 +255,7 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke", "[2/2] smoke-b"]  # one line each, when done
     assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[1])  # the tally is on stdout
     # smoke: its loss check is a self-check, its accuracy reading exploratory
-    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", captured.out, re.M)
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold  ·  exploratory \d/1$", captured.out, re.M)
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 
@@ -389,8 +389,9 @@ def _fake_claims(verdicts):
 
 def test_reproduce_console_is_at_most_40_lines_one_per_claim_not_reproduced(tmp_path, capsys, monkeypatch):
     """The default console of a quick-sized reproduce (fake studies shaped like the quick preset's
-    claims): one line per study, exactly one line per claim not reproduced (verdict, effect, a
-    short reason), the tally and the report's path; everything else behind -v."""
+    claims): one line per study, exactly one line per paper claim not reproduced (verdict,
+    effect, a short reason), the tally and the report's path; exploratory readings counted in
+    the study's line; everything else behind -v."""
     for name, verdicts in _SHAPE.items():
         register(monkeypatch, smoke_variant(name, claims=_fake_claims(verdicts)))
     out = tmp_path / "rep"
@@ -404,7 +405,8 @@ def test_reproduce_console_is_at_most_40_lines_one_per_claim_not_reproduced(tmp_
     for name in _SHAPE:
         assert sum(ln.startswith(f"{name}  ") for ln in cap.out.splitlines()) == 1  # one line per study
     flagged = [ln for ln in cap.out.splitlines() if ln.startswith("  ")]
-    assert len(flagged) == 15 + 4  # 15 paper claims and 4 exploratory readings not reproduced, one line each
+    assert len(flagged) == 15  # the 15 paper claims not reproduced, one line each
+    assert all("exploratory 1/2" in ln for ln in cap.out.splitlines() if ln.startswith("fake-"))  # counted
     assert all(len(ln) <= 110 for ln in flagged)  # clipped, never wrapped
     assert any("CONTRADICTED  0 [-0.05, 0.05] > 0.2  —  a reason long enough" in ln for ln in flagged)
     assert any("INCONCLUSIVE" in ln and "about 9 seeds (6 more) would decide it" in ln for ln in flagged)

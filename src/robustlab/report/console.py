@@ -1,10 +1,10 @@
 """What ``robustlab run``, ``reproduce`` and ``report`` print when they end: a summary a
 person reads in a minute, pytest-style.
 
-One header line per study (``lazy-attack  6/6 reproduced  10.9 s``, its self-checks and how
-many controls fail as they must), then exactly one line per claim that is not reproduced (its
-mark, verdict, effect [interval] against the threshold and a short reason, clipped to the
-width), and a final tally. ``verbose`` (``-v``) gives every claim, reproduced ones too, on
+One header line per study (``lazy-attack  6/6 reproduced  10.9 s``, its self-checks, how
+many controls fail as they must, its exploratory readings and warnings counted), then exactly
+one line per paper claim or self-check that is not reproduced (its mark, verdict, effect
+[interval] against the threshold and a short reason, clipped to the width), and a final tally. ``verbose`` (``-v``) gives every claim, reproduced ones too, on
 several lines: its control, the premises' exclusions, the verdict across a knob, the full
 reason, the statement and the evidence (the report holds all of it too).
 
@@ -63,12 +63,23 @@ def study_header(sec: StudySection, seconds: float | None = None) -> str:
     parts = [f"{n_rep}/{len(pc)} reproduced" if pc else "no paper claims"]
     if seconds is not None:
         parts[0] += f"  {_seconds_text(seconds)}"
-    for extra in (self_check_line(sec.claims), _controls_text(sec.claims)):
+    for extra in (self_check_line(sec.claims), _controls_text(sec.claims), _exploratory_text(sec.claims)):
         if extra:
             parts.append(extra)
     if sec.failures:
         parts.append(f"{len(sec.failures)} points failed")
+    if sec.warnings:
+        parts.append(f"{len(sec.warnings)} warning{'s' if len(sec.warnings) != 1 else ''}")
     return f"{sec.name}  " + "  ·  ".join(parts)
+
+
+def _exploratory_text(claims: list[dict[str, Any]]) -> str:
+    """``exploratory 1/3``: how many of the study's open questions read reproduced; one line
+    each only with ``-v`` (they are reported, never counted among the paper's claims)."""
+    exp = [c for c in claims if kind_of(c) == "exploratory"]
+    if not exp:
+        return ""
+    return f"exploratory {sum(verdict_of(c) == 'reproduced' for c in exp)}/{len(exp)}"
 
 
 def _reason(c: dict[str, Any]) -> str:
@@ -159,8 +170,9 @@ def tally_line(sections: list[StudySection]) -> str:
 
 def console_text(sections: list[StudySection], *, seconds: dict[str, float] | None = None,
                  verbose: bool = False, width: int = 110) -> str:
-    """The end-of-run summary: per study a header and one line per claim that needs a look
-    (every claim, at length, with ``verbose``), then the tally."""
+    """The end-of-run summary: per study a header and one line per paper claim or self-check
+    that needs a look (every claim, exploratory readings too, at length, with ``verbose``),
+    then the tally."""
     seconds = seconds or {}
     lines: list[str] = []
     for s in sections:
@@ -168,8 +180,9 @@ def console_text(sections: list[StudySection], *, seconds: dict[str, float] | No
         for problem in s.problems:
             lines.append(_clip("  ! " + problem.splitlines()[0], width))
         for c in s.claims:
-            if verbose or verdict_of(c) != "reproduced":
+            if verbose or (verdict_of(c) != "reproduced" and kind_of(c) != "exploratory"):
                 lines.extend(claim_lines(c, width=width, verbose=verbose))
-    lines.append("")
+    if verbose:
+        lines.append("")
     lines.append(tally_line(sections))
     return "\n".join(lines)

@@ -75,11 +75,14 @@ class _Sink:
         self.store.record(entries, replace_failed=self.replace_failed)
         n_fail = sum(e["status"] == "failed" for e in entries)
         self.failed += n_fail
-        # each distinct warning once, as one line (every point it concerns is in the report)
+        # the first distinct warning as one line; later ones are counted in the summary's study
+        # line and listed in the report with every point they concern (a page, not a scroll)
         for text in dict.fromkeys(w for e in entries for w in e.get("warnings") or ()):
             if text not in self.warned:
+                if not self.warned:
+                    self.bar.warn(f"warning: {warning_sentence(text)} (the report lists the points concerned "
+                                  "and any further warnings)")
                 self.warned.add(text)
-                self.bar.warn(f"warning: {warning_sentence(text)} (the report lists the points concerned)")
         self.bar.advance(len(entries), failed=n_fail)
 
 
