@@ -392,7 +392,8 @@ def test_a_pool_starts_the_costliest_groups_first_with_the_same_results(tmp_path
 
 
 def test_the_lazy_studies_weigh_their_points_by_their_products():
-    from robustlab.studies import lazy_adversarial, lazy_attack
+    from robustlab.studies.lazy import adversarial as lazy_adversarial
+    from robustlab.studies.lazy import attack as lazy_attack
 
     small = lazy_attack.LazyAttackConfig(size=10, m=64, epochs=20)
     assert lazy_attack.STUDY.weight(small) == 100 * 64 * 20
