@@ -8,6 +8,7 @@ directory is created.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -477,8 +478,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
     print(console_text([run.summary["section"]], verbose=args.verbose))
     differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
+    from .api import study_file_change
+
+    changed = study_file_change(records.read_json(args.dir / "manifest.json"))
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
-          + ("DIFFERS from the original" if differ else "byte-identical to the original"))
+          + ("DIFFERS from the original" if differ else "byte-identical to the original")
+          + (f" ({changed})" if changed else ""))
     for line in differ:
         print(f"  differs: {line}")
     then = records.read_json(args.dir / "manifest.json").get("host") or {}
@@ -572,10 +577,13 @@ def _add_evaluate_export(sub) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--out", type=Path, default=None,
                    help="write evaluation.csv, per_sample.csv and robust_accuracy.png here (a new directory)")
-    p = sub.add_parser("export", help="a run's results (with their configs) and claims as CSV or Parquet")
-    p.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
-    p.add_argument("--format", default="csv", help="csv (default) or parquet")
-    p.add_argument("--out", type=Path, required=True, help="the results file; the claims go beside it")
+    p = sub.add_parser("export", help="runs' results (with their configs) and claims as one CSV or Parquet "
+                                      "table, or to MLflow")
+    p.add_argument("dir", type=Path, nargs="+", help="run directories or reproduce directories (one or more)")
+    p.add_argument("--format", default="csv", help="csv (default), parquet, or mlflow (pip install "
+                                                   "'robustlab[mlflow]')")
+    p.add_argument("--out", type=Path, required=True,
+                   help="the results file (the claims go beside it); for mlflow, the tracking URI")
     p.add_argument("--force", action="store_true", help="replace existing files")
 
 
@@ -614,6 +622,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .export import export
 
+    if args.format == "mlflow":
+        from .export import export_mlflow
+
+        ids = export_mlflow(args.dir, tracking_uri=str(args.out))
+        print(f"logged {len(ids)} run{'s' if len(ids) != 1 else ''} to MLflow at {args.out}")
+        return 0
     for path in export(args.dir, args.out, fmt=args.format, force=args.force):
         print(f"wrote {path}")
     return 0
@@ -628,13 +642,37 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"robustlab: warning: {text}", file=file or sys.stderr, flush=True)
 
 
+class _Stderr(logging.StreamHandler):
+    """The library's log records (logger ``robustlab``), one line each on the current stderr."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):  # whatever sys.stderr is at the time (a test may have replaced it)
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning
+    log = logging.getLogger("robustlab")  # the library logs; the CLI shows its warnings
+    handler, level = _Stderr(), log.level
+    handler.setLevel(logging.WARNING)
+    log.addHandler(handler)
+    if log.getEffectiveLevel() > logging.WARNING:
+        log.setLevel(logging.WARNING)
     try:
         return _main(argv)
     finally:
         warnings.showwarning = shown
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 def _main(argv: list[str] | None) -> int:

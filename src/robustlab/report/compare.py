@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import records
 from ..config import UserError
-from .html import VERDICT_WORDS, decision_text, verdict_of
+from .html import VERDICT_WORDS, decision_text, kind_of, verdict_of
 
 __all__ = ["Side", "Row", "load_side", "compare_dirs", "compare_text", "manifest_differences", "claims_table",
            "config_table"]
@@ -215,19 +215,34 @@ def config_table(sa: Side, sb: Side):
 
 
 def claims_table(rows: list[Row]):
-    """The claim rows as a DataFrame: ``study, claim, verdict_a, verdict_b, effect_a, effect_b,
-    interval_a, interval_b, changed, apart``."""
+    """The claim rows as a DataFrame: ``study, claim, kind_a, kind_b, verdict_a, verdict_b,
+    effect_a, effect_b, interval_lo_a, interval_hi_a, interval_lo_b, interval_hi_b, changed,
+    apart`` (intervals split into bounds, as :func:`robustlab.api.claims_frame` splits them)."""
     import pandas as pd
 
     def get(c: dict[str, Any] | None, key: str) -> Any:
         return None if c is None else c.get(key)
 
-    return pd.DataFrame([{"study": r.study, "claim": r.claim, "verdict_a": r.verdict_a, "verdict_b": r.verdict_b,
-                          "effect_a": get(r.a, "effect"), "effect_b": get(r.b, "effect"),
-                          "interval_a": get(r.a, "interval"), "interval_b": get(r.b, "interval"),
-                          "changed": r.changed, "apart": r.apart} for r in rows],
-                        columns=["study", "claim", "verdict_a", "verdict_b", "effect_a", "effect_b", "interval_a",
-                                 "interval_b", "changed", "apart"])
+    def bounds(c: dict[str, Any] | None) -> tuple[Any, Any]:
+        iv = get(c, "interval")
+        return (iv[0], iv[1]) if isinstance(iv, list | tuple) and len(iv) == 2 else (None, None)
+
+    cols = ["study", "claim", "kind_a", "kind_b", "verdict_a", "verdict_b", "effect_a", "effect_b",
+            "interval_lo_a", "interval_hi_a", "interval_lo_b", "interval_hi_b", "changed", "apart"]
+    out = []
+    for r in rows:
+        (lo_a, hi_a), (lo_b, hi_b) = bounds(r.a), bounds(r.b)
+        out.append({"study": r.study, "claim": r.claim,
+                    "kind_a": kind_of(r.a) if r.a is not None else None,
+                    "kind_b": kind_of(r.b) if r.b is not None else None,
+                    "verdict_a": r.verdict_a, "verdict_b": r.verdict_b,
+                    "effect_a": get(r.a, "effect"), "effect_b": get(r.b, "effect"),
+                    "interval_lo_a": lo_a, "interval_hi_a": hi_a, "interval_lo_b": lo_b, "interval_hi_b": hi_b,
+                    "changed": r.changed, "apart": r.apart})
+    df = pd.DataFrame(out, columns=cols)
+    for c in ("effect_a", "effect_b", "interval_lo_a", "interval_hi_a", "interval_lo_b", "interval_hi_b"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
 
 
 def _seeds_text(seeds: list[int]) -> str:

@@ -575,9 +575,14 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
         if fresh and not _holds_points(out):
             shutil.rmtree(out, ignore_errors=True)
         raise
-    manifest["finished"] = records.now_iso()
-    manifest["sittings"][-1]["finished"] = manifest["finished"]
-    manifest["sweep"] = stats
+    manifest["sittings"][-1]["finished"] = records.now_iso()
+    if old is not None and old.get("sweep") and not stats.get("ran") and not taken:
+        # a resume that found nothing to run: the sweep that did the work keeps its record
+        # (what it ran, its wall time, when the run finished); this sitting is in `sittings`
+        manifest["sweep"], manifest["finished"] = old["sweep"], old.get("finished")
+    else:
+        manifest["finished"] = manifest["sittings"][-1]["finished"]
+        manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
 
 
@@ -706,7 +711,10 @@ def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
                         {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
     figures: list[Figure] = []
     try:
-        figures = study.figures(df, ctx)
+        from ..report.plots import style
+
+        with style():  # the house style for this step only: the caller's rcParams come back after
+            figures = study.figures(df, ctx)
         if not isinstance(figures, list) or not all(isinstance(f, Figure) for f in figures):
             raise TypeError(f"study {study.name!r}: figures() must return a list of Figure, got "
                             f"{type(figures).__name__}")
