@@ -9,13 +9,15 @@ control verdict and excluded count (:func:`robustlab.api.claims_frame`).
 
 Lists and dicts inside a cell (a per-epoch curve, say) are written as JSON text, which both
 formats hold and ``json.loads`` reads back. Parquet needs ``pyarrow`` (``pip install
-'robustlab[parquet]'``). An existing output file is refused unless ``force``; every check runs
-before anything is written.
+'robustlab[parquet]'``). An existing output file is refused unless ``force``; an output inside a run directory is
+refused always (it could replace the run's own records); every check runs before anything is
+written, and each file is written to a safe temporary and renamed into place.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -84,6 +86,7 @@ def export(src: str | Path, out: str | Path, *, fmt: str = "csv", force: bool = 
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r} is not allowed: one of {', '.join(FORMATS)}")
     out = Path(out)
+    check_out_outside_runs(out)
     paths = [out, claims_path(out, fmt)]
     for p in paths:
         if p.exists() and not force:
@@ -101,10 +104,27 @@ def export(src: str | Path, out: str | Path, *, fmt: str = "csv", force: bool = 
                             "(pip install 'robustlab[parquet]'); --format csv needs nothing") from None
     results, claims = (_json_cells(t) for t in tables(src))
     for table, path in zip((results, claims), paths):
-        tmp = path.with_name(f".{path.name}.tmp")
-        if fmt == "csv":
-            table.to_csv(tmp, index=False)
-        else:
-            table.to_parquet(tmp, index=False)
-        tmp.replace(path)
+        # a safe temporary (unique name, no link followed) renamed into place
+        records.atomic_write_with(path, lambda fh, t=table: _write_table(t, fh, fmt))
     return paths
+
+
+def _write_table(table: pd.DataFrame, fh, fmt: str) -> None:  # noqa: ANN001 - a binary file
+    if fmt == "csv":
+        fh.write(table.to_csv(index=False).encode("utf-8"))
+    else:
+        table.to_parquet(fh, index=False)
+
+
+RUN_RECORDS = ("manifest.json", "reproduce.json", "store.sqlite")
+
+
+def check_out_outside_runs(out: Path) -> None:
+    """``out`` is not inside a run or reproduce directory (one holding manifest.json,
+    reproduce.json or store.sqlite): an export there could replace the run's own records (its
+    store, its results) and is refused, ``force`` or not."""
+    here = Path(out).resolve().parent
+    for d in (here, *here.parents):
+        if any(os.path.lexists(d / n) for n in RUN_RECORDS):
+            raise UserError(f"--out {str(out)!r} is not allowed: it is inside the run directory {str(d)!r} "
+                            "(a run's files are robustlab's records, never an export's); write it elsewhere")

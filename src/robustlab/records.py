@@ -14,19 +14,23 @@ import json
 import math
 import os
 import platform
+import secrets
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .config import UserError
 
 __all__ = [
     "atomic_write_text",
     "atomic_write_bytes",
+    "atomic_write_with",
+    "safe_temp",
     "write_json",
     "read_json",
     "read_manifest",
@@ -41,17 +45,43 @@ __all__ = [
 ]
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same dir, fsync, rename)."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def safe_temp(path: str | os.PathLike) -> tuple[int, Path]:
+    """A new temporary file beside ``path``, opened for writing: ``(fd, its path)``.
+
+    Its name is unique and unpredictable (``.NAME.<random>.tmp``), and it is created with
+    ``O_CREAT | O_EXCL | O_NOFOLLOW``: a file or a symbolic link planted under that name makes
+    the open fail instead of being followed or overwritten. Same directory as ``path``, so the
+    final rename is atomic."""
+    path = Path(path)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+        except FileExistsError:
+            continue
+        return fd, tmp
+    raise FileExistsError(f"no free temporary name beside {path}")  # pragma: no cover
+
+
+def atomic_write_with(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, fsync: bool = True) -> None:
+    """Write ``path`` atomically: ``write(fh)`` fills a :func:`safe_temp` file, which is
+    fsynced (unless ``fsync=False``: a training checkpoint, only time lost if it is) and renamed
+    over ``path``. A rename replaces whatever name ``path`` was (a link is
+    replaced, never written through; a file with other hard links keeps its bytes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = safe_temp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; records are meant to be shared
+            if fsync:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # records are meant to be shared (umask aside)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -59,6 +89,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a safe temporary in the same dir, fsync, rename)."""
+    atomic_write_with(path, lambda fh: fh.write(data))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

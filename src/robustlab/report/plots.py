@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from cycler import cycler  # noqa: E402
 from matplotlib import ticker  # noqa: E402
+
+from .. import records  # noqa: E402
 
 __all__ = ["plt", "COLORS", "subplots", "label_panels", "log_axes", "mean_band", "theory_line",
            "PowerLawFit", "fit_power_law", "loglog_fit", "save"]
@@ -256,10 +257,8 @@ def save(fig, path: Path) -> None:
     """Save a figure atomically as PNG (no timestamp, so the bytes are reproducible) and close it."""
     _tidy_log_ticks(fig)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    try:
-        fig.savefig(tmp, bbox_inches="tight", metadata={"Software": None})
+    try:  # a safe temporary (unique name, no link followed), renamed into place
+        records.atomic_write_with(path, lambda fh: fig.savefig(fh, format="png", bbox_inches="tight",
+                                                               metadata={"Software": None}))
     finally:
         plt.close(fig)
-    os.replace(tmp, path)

@@ -39,7 +39,7 @@ from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
 from ..sweep import lock as runlock
-from ..sweep.runner import SweepOptions, run_sweep
+from ..sweep.runner import Sigint, SweepOptions, run_sweep, study_code
 from ..sweep.store import Store
 from . import integrity
 
@@ -354,7 +354,7 @@ def check_run_dir(out: Path) -> None:
     manifest or store is a one-line error, and nothing is overwritten)."""
     out = Path(out)
     records.check_writable(out)
-    integrity.check_no_links(out)
+    integrity.check_own_files(out)
     if (out / "manifest.json").exists():
         records.read_manifest(out / "manifest.json")
     if (out / "store.sqlite").exists():
@@ -685,20 +685,27 @@ def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
     than a list of Claim is reported as such (a claims-error claim), never hidden. A figure that
     cannot be written for lack of room or permission is an error: the report is not replaced by
     one without it."""
+    sigint = Sigint()
     try:
-        claims = study.claims(df, ctx)
+        with study_code() as sigint:
+            claims = study.claims(df, ctx)
         if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
             bad = claims if not isinstance(claims, list) else next(c for c in claims if not isinstance(c, Claim))
             raise TypeError(f"study {study.name!r}: claims() must return a list of Claim, got "
                             f"{'a list holding ' if isinstance(claims, list) else ''}{type(bad).__name__}")
-    except Exception as exc:  # a claim that cannot be computed is reported, not hidden
-        problems.append(f"claims could not be computed: {exc!r}")
-        claims = [Claim("claims-error", "the claim checks ran",
+        for c in claims:  # evidence JSON cannot hold (a set, 10**5000, nesting too deep) is the study's error
+            _json_problem(c)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # reported, not hidden (sys.exit too)
+        if isinstance(exc, KeyboardInterrupt) and sigint.seen:
+            raise
+        problems.append(f"{CLAIMS_FAILED}: {exc!r}")
+        claims = [Claim(CLAIMS_ERROR, "the claim checks ran",
                         Verdict(stats.INCONCLUSIVE, reason="the claim checks crashed"),
-                        {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
+                        {"error": _short(repr(exc)), "traceback": traceback.format_exc()}, study.source)]
     figures: list[Figure] = []
     try:
-        figures = study.figures(df, ctx)
+        with study_code() as sigint:
+            figures = study.figures(df, ctx)
         if not isinstance(figures, list) or not all(isinstance(f, Figure) for f in figures):
             raise TypeError(f"study {study.name!r}: figures() must return a list of Figure, got "
                             f"{type(figures).__name__}")
@@ -706,10 +713,31 @@ def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
         raise UserError(f"{ctx.figdir} cannot be written ({exc.strerror or exc}); report.html, claims.json "
                         "and results.jsonl were left as they are: fix it and run `robustlab report "
                         f"{ctx.out}`") from None
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt) and sigint.seen:
+            raise
         figures = []
-        problems.append(f"figures could not be drawn: {exc!r}\n{traceback.format_exc()}")
+        problems.append(f"{FIGURES_FAILED}: {exc!r}\n{traceback.format_exc()}")
     return claims, figures
+
+
+CLAIMS_ERROR = "claims-error"  # the claim that stands for a claims() that failed
+CLAIMS_FAILED = "claims could not be computed"  # the problem line it leaves (failure_line reads it)
+FIGURES_FAILED = "figures could not be drawn"
+
+
+def _short(text: str, n: int = 500) -> str:
+    return text if len(text) <= n else text[:n] + "…"
+
+
+def _json_problem(claim: Claim) -> None:
+    """A TypeError naming the claim when claims.json cannot hold it (its evidence holds a set,
+    an object, an integer too large to write, or nests too deep)."""
+    try:
+        records.dumps(claim.to_dict())
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(f"claim {claim.id!r}: its evidence cannot be written as JSON "
+                        f"({type(exc).__name__}: {_short(str(exc), 120)})") from None
 
 
 def _declared(study: Study, claim: Claim) -> Claim:

@@ -20,7 +20,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,9 @@ from typing import Any
 from .. import records
 from ..config import UserError, config_hash
 
-__all__ = ["SAFE_NAME", "check_study_name", "OWN_FILES", "check_no_links", "identity", "check_identity",
-           "guard_rewrite", "completeness", "mark_incomplete", "check_code", "sitting", "code_summary"]
+__all__ = ["SAFE_NAME", "check_study_name", "OWN_FILES", "check_no_links", "check_own_files", "identity", "check_identity",
+           "guard_rewrite", "completeness", "mark_incomplete", "check_code", "sitting", "code_summary",
+           "failure_line"]
 
 # letters, digits, '-', '_' and '.', starting with a letter or digit, no '..': a study's name
 # becomes a directory name (runs/NAME-TIME, a reproduce directory's NAME/)
@@ -54,6 +57,32 @@ def check_no_links(out: Path) -> None:
         if p.is_symlink():
             raise UserError(f"{p} is not allowed: it is a symbolic link (robustlab writes only its own "
                             "plain files in a run directory); remove it")
+
+
+# the files robustlab writes in place (SQLite writes the store and its journal itself, and the
+# lock names its holder there): a writer refuses them with other hard links (a user's file)
+_WRITTEN_IN_PLACE = ("store.sqlite", "store.sqlite-journal", ".lock")
+
+
+def check_own_files(out: Path) -> None:
+    """Before a writer touches ``out``: no own file of robustlab there is a symbolic link, none
+    is anything but a regular file (a named pipe would block), and none written in place has
+    other hard links (writing it would change a file outside the run)."""
+    check_no_links(out)
+    for name in OWN_FILES:
+        p = Path(out) / name
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            continue
+        if name in ("figures", "checkpoints"):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{p} is not allowed: it is not a regular file (a named pipe, device or directory); "
+                            "restore the run's own file, or move the directory away")
+        if name in _WRITTEN_IN_PLACE and st.st_nlink > 1:
+            raise UserError(f"{p} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
+                            "writes only its own plain files in a run directory); restore the run's own file")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,3 +280,29 @@ def code_summary(store_codes: Mapping[str | None, int], manifest: Mapping[str, A
              "code": records.code_text(known[c]) if c in known else _legacy_text(manifest, c)}
             for c, n in merged.items()]
     return sorted(rows, key=lambda r: -r["points"])
+
+
+# ---------------------------------------------------------------------------------------------
+# a run that produced nothing, or whose study code failed, does not end well
+
+def failure_line(name: str, claims: Sequence[Mapping[str, Any]], problems: Sequence[str], out: Any) -> str | None:
+    """The one line a run, report or rerun ends with when it must not exit 0 (None: it may): no
+    point produced results, or the study's ``claims()`` or ``figures()`` raised or exited."""
+    from .base import CLAIMS_ERROR, FIGURES_FAILED
+
+    report = f"{out}/report.html" if out is not None else "the report"
+    by_id = {c.get("id"): c for c in claims if isinstance(c, Mapping)}
+    if "no-results" in by_id:
+        failed = (by_id["no-results"].get("evidence") or {}).get("failed_points")
+        why = f" ({failed} failed)" if failed else ""
+        return (f"robustlab: error: {name}: no point produced results{why}: nothing to check; see "
+                f"{report}, fix the study, then re-run with --retry-failed")
+    if CLAIMS_ERROR in by_id:
+        err = str((by_id[CLAIMS_ERROR].get("evidence") or {}).get("error", "?"))
+        return (f"robustlab: error: {name}: the study's claims() failed ({' '.join(err.split())[:200]}): "
+                f"no claim was checked; see {report}")
+    for p in problems:
+        if p.startswith(FIGURES_FAILED):
+            first = " ".join(p.split("\n", 1)[0].split())[:200]
+            return f"robustlab: error: {name}: the study's {first}; see {report}"
+    return None

@@ -15,7 +15,9 @@ store copied in from another run is refused rather than reported as this one.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -60,15 +62,32 @@ def _store_error(path: Path, exc: Exception) -> StoreError:
     return StoreError(f"{path} is damaged ({text}): move it away to start over, or restore it")
 
 
+def _check_plain(p: Path, *, writing: bool) -> None:
+    """``p`` is absent or a regular file of its own: a symbolic link (SQLite would follow it and
+    write outside the run directory), a named pipe or device (opening it would block), or, for a
+    writer, a file with other hard links (a user's file linked in) is a :class:`StoreError`."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreError(f"{p} is not allowed: it is a symbolic link (robustlab writes only "
+                         "its own plain files in a run directory); remove it")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{p} is not allowed: it is not a regular file (a named pipe, device or "
+                         "directory); restore the run's own file, or move the directory away")
+    if writing and st.st_nlink > 1:
+        raise StoreError(f"{p} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
+                         "writes only its own plain files in a run directory); restore the run's own file")
+
+
 class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False, code: str | None = None):
         self.path = Path(path)
         self.conn = None
         self.code = code  # the code id given to points recorded without one
         for p in (self.path, Path(f"{self.path}-journal")):
-            if p.is_symlink():  # SQLite would follow it and write outside the run directory
-                raise StoreError(f"{p} is not allowed: it is a symbolic link (robustlab writes only "
-                                 "its own plain files in a run directory); remove it")
+            _check_plain(p, writing=not readonly)
         try:
             self._open(readonly)
         except sqlite3.Error as exc:

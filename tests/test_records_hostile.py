@@ -1,0 +1,265 @@
+"""Records that cannot lie (issue 56): no write through a link or into the record, no exit 0
+without results, every reader fails in one line, every reader knows what is complete.
+
+One table per class of case (links, exit codes, non-finite values, damaged readers,
+completeness, API errors). docs/reliability.md lists every case with its command, exit code
+and one line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from robustlab import records
+from robustlab.cli import main
+
+SMOKE = ["run", "smoke", "--quiet", "--set", "epochs=4"]
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> Path:
+    """A finished smoke run (4 points: 2 learning rates x 2 seeds)."""
+    out = tmp_path_factory.mktemp("runs") / "smoke"
+    assert main([*SMOKE, "--grid", "lr=0.2,0.5", "--out", str(out)]) == 0
+    return out
+
+
+def _copy(run: Path, tmp: Path, name: str = "r") -> Path:
+    dst = tmp / name
+    shutil.copytree(run, dst)
+    return dst
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Every path under ``root`` and its bytes' hash (a link as its target)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = str(p.relative_to(root))
+        if p.is_symlink():
+            out[rel] = "link -> " + os.readlink(p)
+        elif p.is_dir():
+            out[rel] = "dir"
+        elif p.name == ".lock":
+            out[rel] = "lock"
+        elif p.is_fifo():
+            out[rel] = "fifo"
+        else:
+            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def _one_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# --- links and writes into the record ---------------------------------------------------------
+
+def _victim(tmp: Path) -> Path:
+    v = tmp / "victim.txt"
+    v.write_text("the user's own file\n")
+    return v
+
+
+def _hardlink(src: Path, dst: Path) -> None:
+    dst.unlink(missing_ok=True)
+    os.link(src, dst)
+
+
+LINK_ROWS = {
+    "export --out RUN/store.sqlite --force": lambda r, t: ["export", str(_copy(r, t)), "--out",
+                                                           str(t / "r" / "store.sqlite"), "--force"],
+    "export --out RUN/results.jsonl --force": lambda r, t: ["export", str(_copy(r, t)), "--out",
+                                                            str(t / "r" / "results.jsonl"), "--force"],
+    "export --out RUN/figures/x.csv": lambda r, t: ["export", str(_copy(r, t)), "--out",
+                                                    str(t / "r" / "figures" / "x.csv")],
+    "export --out RUN/new.csv": lambda r, t: ["export", str(_copy(r, t)), "--out", str(t / "r" / "new.csv")],
+    "export --out OTHER-RUN/results.jsonl": lambda r, t: (
+        _copy(r, t, "other"), ["export", str(_copy(r, t)), "--out", str(t / "other" / "results.jsonl"), "--force"])[1],
+    ".lock a hard link to a user's file (report)": lambda r, t: (
+        _copy(r, t), _hardlink(_victim(t), t / "r" / ".lock"), ["report", str(t / "r")])[2],
+    ".lock a hard link to a user's file (run)": lambda r, t: (
+        _copy(r, t), _hardlink(_victim(t), t / "r" / ".lock"),
+        [*SMOKE, "--grid", "lr=0.2,0.5", "--out", str(t / "r")])[2],
+    "store.sqlite a hard link (run resumes into it)": lambda r, t: (
+        _copy(r, t), shutil.copyfile(t / "r" / "store.sqlite", t / "mine.sqlite"),
+        (t / "r" / "store.sqlite").unlink(), os.link(t / "mine.sqlite", t / "r" / "store.sqlite"),
+        [*SMOKE, "--grid", "lr=0.2,0.5", "--out", str(t / "r")])[4],
+}
+
+
+@pytest.mark.parametrize("name", list(LINK_ROWS))
+def test_no_write_through_a_link_or_into_the_record(name, tmp_path, capsys, smoke):
+    argv = LINK_ROWS[name](smoke, tmp_path)
+    capsys.readouterr()
+    before = _snapshot(tmp_path)
+    code = main(argv)
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2, (name, code, line)
+    assert line.startswith("robustlab: error: ")
+    assert _snapshot(tmp_path) == before, f"{name}: something was written or changed"
+
+
+def test_export_temporaries_are_unpredictable_and_never_followed(tmp_path, smoke):
+    victim = _victim(tmp_path)
+    out = tmp_path / "out" / "smoke.csv"
+    out.parent.mkdir()
+    # the names an export used to write first, planted as links to the user's file
+    for name in (".smoke.csv.tmp", ".smoke.claims.csv.tmp"):
+        os.symlink(victim, out.parent / name)
+    os.symlink(victim, out)  # the output itself a link: replaced (with --force), never written through
+    assert main(["export", str(smoke), "--out", str(out), "--force"]) == 0
+    assert victim.read_text() == "the user's own file\n"
+    assert not out.is_symlink() and "lr" in out.read_text().splitlines()[0]
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(
+        [".smoke.csv.tmp", ".smoke.claims.csv.tmp", "smoke.csv", "smoke.claims.csv"])
+
+
+def test_safe_temp_never_opens_a_planted_name(tmp_path, monkeypatch):
+    victim = _victim(tmp_path)
+    names = iter(["aaaa", "aaaa", "bbbb"])
+    monkeypatch.setattr(records.secrets, "token_hex", lambda n: next(names))
+    os.symlink(victim, tmp_path / ".f.aaaa.tmp")
+    fd, tmp = records.safe_temp(tmp_path / "f")  # the planted name is skipped, not followed
+    os.close(fd)
+    assert tmp.name == ".f.bbbb.tmp" and victim.read_text() == "the user's own file\n"
+
+
+def test_a_figure_written_over_a_planted_link_replaces_the_link(tmp_path):
+    from robustlab.report.plots import plt, save
+
+    victim = _victim(tmp_path)
+    os.symlink(victim, tmp_path / "fig.png")
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    save(fig, tmp_path / "fig.png")
+    assert victim.read_text() == "the user's own file\n"
+    assert not (tmp_path / "fig.png").is_symlink() and (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_the_lock_never_writes_into_an_existing_file(tmp_path):
+    from robustlab.sweep import lock
+
+    (tmp_path / ".lock").write_text("12345\n")
+    inode = (tmp_path / ".lock").stat().st_ino
+    with lock.writer(tmp_path):
+        assert (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
+    assert (tmp_path / ".lock").stat().st_ino != inode  # a new file renamed into place
+
+
+# --- exit codes: no exit 0 without results, study code that raises or exits --------------------
+
+PLUGIN = '''"""A study file whose functions misbehave (issue 56)."""
+import dataclasses
+import math
+import sys
+
+import numpy as np
+import torch
+
+from robustlab.studies.smoke import STUDY as _SMOKE, claims as _claims, figures as _figures
+
+
+def deep(n):
+    v = 1.0
+    for _ in range(n):
+        v = [v]
+    return v
+
+
+def run_points(cfgs, device):
+    return [{POINT} for c in cfgs]
+
+
+def claims(df, ctx):
+    {CLAIMS}
+    return _claims(df, ctx)
+
+
+def figures(df, ctx):
+    {FIGURES}
+    return _figures(df, ctx)
+
+
+STUDY = dataclasses.replace(_SMOKE, name="hostile", run_points=run_points, claims=claims, figures=figures)
+'''
+
+GOOD_POINT = '[{"epoch": 1, "loss": 1.0 + c.lr, "test_acc": 0.5 + c.lr / 10}]'
+
+
+def _plugin(tmp: Path, point: str = GOOD_POINT, claims: str = "pass", figures: str = "pass") -> Path:
+    path = tmp / "hostile.py"
+    path.write_text(PLUGIN.replace("{POINT}", point).replace("{CLAIMS}", claims).replace("{FIGURES}", figures))
+    return path
+
+
+FAILING_POINTS = {
+    "a point raises": "(_ for _ in ()).throw(RuntimeError('boom'))",
+    "a point calls sys.exit(0)": "sys.exit(0)",
+    "a point raises KeyboardInterrupt": "(_ for _ in ()).throw(KeyboardInterrupt())",
+    "a point returns None": "None",
+    "a point returns a set": "{1, 2}",
+    "a point returns 10**5000": '[{"loss": 10**5000}]',
+    "a point nests 200 deep": '[{"loss": deep(200)}]',
+    "NaN in a torch scalar": '[{"loss": torch.tensor(float("nan"))}]',
+    "NaN in a numpy array": '[{"loss": np.array([1.0, float("nan")])}]',
+    "NaN in a nested dict": '[{"loss": {"a": {"b": [1.0, math.inf]}}}]',
+    "a bare float NaN": '[{"loss": float("nan")}]',
+}
+
+
+@pytest.mark.parametrize("name", list(FAILING_POINTS))
+def test_a_run_with_no_point_done_exits_nonzero_in_one_line(name, tmp_path, capsys):
+    study = _plugin(tmp_path, point=FAILING_POINTS[name])
+    out = tmp_path / "run"
+    code = main(["run", str(study), "--quiet", "--out", str(out)])
+    captured = capsys.readouterr()
+    line = _one_line(captured.err)
+    assert code == 1, (name, code, captured.err)
+    assert "no point produced results" in line, line
+    from robustlab.sweep.store import Store
+
+    with Store(out / "store.sqlite", readonly=True) as st:
+        assert st.count("done") == 0 and st.count("failed") == st.count() > 0
+    # report and report --strict say the same
+    assert main(["report", str(out)]) == 1 and "no point produced results" in _one_line(capsys.readouterr().err)
+
+
+STUDY_CODE_FAILS = {
+    "claims() calls sys.exit(0)": ({"claims": "sys.exit(0)"}, "claims() failed (SystemExit(0))"),
+    "claims() raises KeyboardInterrupt": ({"claims": "raise KeyboardInterrupt"}, "claims() failed (KeyboardInterrupt())"),
+    "claims() raises": ({"claims": "raise ValueError('bad')"}, "claims() failed (ValueError('bad'))"),
+    "figures() calls sys.exit(3)": ({"figures": "sys.exit(3)"}, "figures could not be drawn: SystemExit(3)"),
+    "evidence holds a set": ({"claims": "c = _claims(df, ctx); c[0].evidence['bad'] = {1, 2}; return c"},
+                             "cannot be written as JSON"),
+    "evidence holds 10**5000": ({"claims": "c = _claims(df, ctx); c[0].evidence['bad'] = 10**5000; return c"},
+                                "cannot be written as JSON"),
+}
+
+
+@pytest.mark.parametrize("name", list(STUDY_CODE_FAILS))
+def test_study_code_that_raises_or_exits_is_a_failure_in_one_line(name, tmp_path, capsys):
+    kw, expected = STUDY_CODE_FAILS[name]
+    study = _plugin(tmp_path, **kw)
+    out = tmp_path / "run"
+    code = main(["run", str(study), "--quiet", "--out", str(out)])
+    captured = capsys.readouterr()
+    line = _one_line(captured.err)
+    assert code == 1 and expected in line, (name, code, captured.err)
+    # the records are kept: claims.json (with the claims-error claim), results.jsonl, the report
+    assert (out / "results.jsonl").stat().st_size > 0 and (out / "report.html").exists()
+    claims = json.loads((out / "claims.json").read_text())
+    if "claims" in kw:
+        assert [c["id"] for c in claims] == ["claims-error"]
+    for argv in (["report", str(out)], ["report", str(out), "--strict"]):
+        assert main(argv) == 1
+        assert expected in _one_line(capsys.readouterr().err)
