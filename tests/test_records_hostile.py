@@ -263,3 +263,105 @@ def test_study_code_that_raises_or_exits_is_a_failure_in_one_line(name, tmp_path
     for argv in (["report", str(out)], ["report", str(out), "--strict"]):
         assert main(argv) == 1
         assert expected in _one_line(capsys.readouterr().err)
+
+
+# --- damaged readers: one line naming the file, never a crash or a hang -----------------------
+
+def _edit_json(path: Path, change) -> None:
+    path.write_text(change(json.loads(path.read_text())))
+
+
+def _deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+READER_ROWS = {
+    "manifest.json nested 100000 deep (report)": lambda r, t: (
+        (_copy(r, t) / "manifest.json").write_text(_deep(100000)), ["report", str(t / "r")])[1],
+    "manifest.json with lr=NaN (report)": lambda r, t: (
+        _edit_json(_copy(r, t) / "manifest.json", lambda m: json.dumps(m).replace('"lr": 0.5', '"lr": NaN', 1)),
+        ["report", str(t / "r")])[1],
+    "manifest.json with lr=1e999 (rerun)": lambda r, t: (
+        _edit_json(_copy(r, t) / "manifest.json", lambda m: json.dumps(m).replace('"lr": 0.5', '"lr": 1e999', 1)),
+        ["rerun", str(t / "r"), "--quiet", "--out", str(t / "new")])[1],
+    "manifest.json seeds hold a 5000-digit integer (report)": lambda r, t: (
+        _edit_json(_copy(r, t) / "manifest.json", lambda m: json.dumps({**m, "seeds": [0]}).replace(
+            '"seeds": [0]', '"seeds": [' + "9" * 5000 + "]")), ["report", str(t / "r")])[1],
+    "manifest.json a named pipe (report)": lambda r, t: (_fifo(_copy(r, t) / "manifest.json"), ["report", str(t / "r")])[1],
+    "store.sqlite a named pipe (report)": lambda r, t: (_fifo(_copy(r, t) / "store.sqlite"), ["report", str(t / "r")])[1],
+    "claims.json nested 100000 deep (compare)": lambda r, t: (
+        (_copy(r, t) / "claims.json").write_text(_deep(100000)), ["compare", str(t / "r"), str(r)])[1],
+    "claims.json evidence nested 100 deep (compare)": lambda r, t: (
+        _edit_json(_copy(r, t) / "claims.json", lambda c: json.dumps([{**c[0], "evidence": {"x": json.loads(_deep(100))}}])),
+        ["compare", str(t / "r"), str(r)])[1],
+    "claims.json effect a string (compare)": lambda r, t: (
+        _edit_json(_copy(r, t) / "claims.json", lambda c: json.dumps([{**c[0], "effect": "big"}])),
+        ["compare", str(t / "r"), str(r)])[1],
+    "claims.json kind null (compare)": lambda r, t: (
+        _edit_json(_copy(r, t) / "claims.json", lambda c: json.dumps([{**c[0], "kind": None}])),
+        ["compare", str(t / "r"), str(r)])[1],
+    "claims.json a named pipe (compare)": lambda r, t: (_fifo(_copy(r, t) / "claims.json"), ["compare", str(t / "r"), str(r)])[1],
+    "claims.json a named pipe (export)": lambda r, t: (_fifo(_copy(r, t) / "claims.json"),
+                                                       ["export", str(t / "r"), "--out", str(t / "x.csv")])[1],
+    "results.jsonl with a garbage line (rerun)": lambda r, t: (
+        (_copy(r, t) / "results.jsonl").write_text((r / "results.jsonl").read_text() + "garbage{\n"),
+        ["rerun", str(t / "r"), "--quiet", "--out", str(t / "new")])[1],
+    "results.jsonl a named pipe (rerun)": lambda r, t: (
+        _fifo(_copy(r, t) / "results.jsonl"), ["rerun", str(t / "r"), "--quiet", "--out", str(t / "new")])[1],
+}
+
+
+@pytest.fixture
+def alarm():
+    """Fail a test that blocks (a reader opening a named pipe) instead of hanging the suite."""
+    import signal
+
+    def hung(signum, frame):
+        raise TimeoutError("a reader blocked")
+
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(120)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("name", list(READER_ROWS))
+def test_a_damaged_record_is_one_line_naming_it(name, tmp_path, capsys, smoke, alarm):
+    argv = READER_ROWS[name](smoke, tmp_path)
+    capsys.readouterr()
+    before = _snapshot(tmp_path)
+    code = main(argv)
+    line = _one_line(capsys.readouterr().err)
+    assert code == 2, (name, code, line)
+    assert line.startswith("robustlab: error: ") and str(tmp_path / "r") in line, line
+    assert _snapshot(tmp_path) == before, f"{name}: something was written or changed"
+
+
+def test_report_rebuilds_results_with_a_garbage_line_from_the_store(tmp_path, capsys, smoke):
+    run = _copy(smoke, tmp_path)
+    (run / "results.jsonl").write_text((smoke / "results.jsonl").read_text() + "garbage{\n")
+    assert main(["report", str(run)]) == 0
+    assert (run / "results.jsonl").read_bytes() == (smoke / "results.jsonl").read_bytes()
+    # and a rerun of the repaired run compares as it should
+    assert main(["rerun", str(run), "--quiet", "--out", str(tmp_path / "new")]) == 0
+    assert "byte-identical" in capsys.readouterr().out
+
+
+def test_runs_and_load_never_block_on_a_named_pipe(tmp_path, smoke, alarm):
+    import robustlab
+
+    for name in ("manifest.json", "claims.json"):
+        _fifo(_copy(smoke, tmp_path, name) / name)
+    _fifo(_copy(smoke, tmp_path, "store") / "store.sqlite")
+    df = robustlab.runs(tmp_path)
+    assert sorted(Path(p).name for p in df["path"]) == ["claims.json", "store"]
+    with pytest.raises(robustlab.UserError, match="manifest.json is damaged"):
+        robustlab.load(tmp_path / "manifest.json")
+    with pytest.raises(robustlab.UserError, match="store.sqlite is not allowed: it is not a regular file"):
+        robustlab.load(tmp_path / "store")

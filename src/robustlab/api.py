@@ -11,7 +11,6 @@ run directory exactly from its ``manifest.json``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -321,11 +320,12 @@ def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]
     Rows are matched by position (both are in the plan's order): a differing row count is one
     text; otherwise each field whose value differs in some row, with how many rows and the
     first such row (``loss: 12 of 48 rows, first row 3: 2.3045 vs 2.3051``)."""
+    from . import reader
+
     a, b = Path(a), Path(b)
-    if a.read_bytes() == b.read_bytes():
+    if reader.read_bytes(a, limit=reader.MAX_JSONL_BYTES) == reader.read_bytes(b, limit=reader.MAX_JSONL_BYTES):
         return []
-    rows_a = [json.loads(line) for line in a.read_text().splitlines() if line.strip()]
-    rows_b = [json.loads(line) for line in b.read_text().splitlines() if line.strip()]
+    rows_a, rows_b = reader.read_jsonl(a), reader.read_jsonl(b)  # a damaged line: one line naming it
     if len(rows_a) != len(rows_b):
         return [f"{len(rows_a)} rows vs {len(rows_b)} rows"]
     fields: dict[str, list[int]] = {}

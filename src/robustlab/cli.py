@@ -473,10 +473,17 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from . import records
+    from . import reader, records
     from .api import rerun, results_differ
     from .report.console import console_text
 
+    # the record the rerun is compared with must be readable before anything is recomputed
+    fix = f"rebuild it from the run's store with `robustlab report {args.dir}`, then rerun"
+    if args.dir.is_dir() and (args.dir / "manifest.json").exists():
+        try:
+            reader.read_jsonl(args.dir / "results.jsonl", fix=fix)
+        except FileNotFoundError:
+            raise UserError(f"{args.dir / 'results.jsonl'} is missing: {fix}") from None
     run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
     print(console_text([run.summary["section"]], verbose=args.verbose))
     differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")

@@ -73,7 +73,8 @@ def tables(src: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         df.insert(0, "run", str(run))
         df.insert(0, "study", study)
         results.append(df)
-        cl = claims_frame(records.read_json(run / "claims.json")) if (run / "claims.json").is_file() \
+        # whatever stands at claims.json is read (a pipe or damage there is one line, not "no claims")
+        cl = claims_frame(records.read_json(run / "claims.json")) if os.path.lexists(run / "claims.json") \
             else claims_frame([])
         cl.insert(0, "run", str(run))
         cl.insert(0, "study", study)

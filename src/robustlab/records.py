@@ -144,23 +144,12 @@ class DamagedFile(UserError):
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """Read a JSON record; a damaged one is a :class:`DamagedFile` (one line, exit 2) that
-    names the file and what to do. A ``manifest.json``, ``reproduce.json`` or ``claims.json``
-    is checked against its shape too (:data:`SHAPES`): valid JSON of the wrong shape is
-    damaged as well, and the error names the field."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not text"
-        raise DamagedFile(f"{path} is damaged (not valid JSON: {why}): restore it, or move the "
-                          "directory away to start over") from None
-    if path.name in SHAPES:
-        problem = check_shape(data, SHAPES[path.name])
-        if problem:
-            raise DamagedFile(f"{path} is damaged ({problem}): restore it, or move the directory "
-                              "away to start over")
-    return data
+    """Read a JSON record through the one reader (:func:`robustlab.reader.read_json`): a regular
+    file only, bounded in size and depth, strict JSON, of its shape (:data:`SHAPES`); whatever
+    is wrong is a :class:`DamagedFile` (one line, exit 2) naming the file and the field."""
+    from .reader import read_json as read
+
+    return read(path)
 
 
 # --- shapes of the records -------------------------------------------------------------------
@@ -182,7 +171,16 @@ _MANIFEST = {
 _ANY_MANIFEST = {("?" + k if not k.startswith("?") and k != "study" else k): v for k, v in _MANIFEST.items()}
 _REPRODUCE = {"studies": ["list", "str"], "?preset": "str", "?seed": ("int", "null"),
               "?crashed": "dict", "?timings": "dict", "?resumed": "int"}
-_CLAIMS = ["list", {"id": "str", "?statement": "str", "?verdict": "str", "?evidence": ("dict", "null")}]
+_NUMBER = ("float", "null")
+_CLAIMS = ["list", {"id": "str", "?kind": "str", "?statement": "str", "?verdict": "str", "?passed": "bool",
+                    "?effect": _NUMBER, "?interval": (["list", _NUMBER], "null"),
+                    "?threshold": (_NUMBER[0], "null", ["list", _NUMBER]), "?side": ("str", "null"),
+                    "?level": _NUMBER, "?n": ("int", "null"), "?method": ("str", "null"),
+                    "?seeds": ("int", "null"), "?seeds_needed": ("int", "null"), "?more_seeds": ("int", "null"),
+                    "?conditions": (["list", "dict"], "null"), "?reason": ("str", "null"),
+                    "?control": ("dict", "null"), "?excluded": (["list", "dict"], "null"),
+                    "?across": ("dict", "null"), "?evidence": ("dict", "null"), "?source": ("str", "null"),
+                    "?incomplete": ("dict", "null")}]
 SHAPES: dict[str, Any] = {"manifest.json": _ANY_MANIFEST, "reproduce.json": _REPRODUCE, "claims.json": _CLAIMS}
 
 
@@ -231,11 +229,16 @@ def check_shape(data: Any, shape: Any, where: str = "") -> str | None:
         return None
     alts = shape if isinstance(shape, tuple) else (shape,)
     for a in alts:
+        if isinstance(a, list | dict):  # a list or object of a shape, among alternatives
+            if isinstance(data, list if isinstance(a, list) else dict):
+                return check_shape(data, a, where)
+            continue
         if a == "any":
             return None
         if isinstance(data, _TYPES[a]) and not (a in ("int", "float") and isinstance(data, bool)):
             return None
-    return f"{at} is {_type_word(data)}, expected " + " or ".join(alts)
+    words = [a if isinstance(a, str) else ("list" if isinstance(a, list) else "dict") for a in alts]
+    return f"{at} is {_type_word(data)}, expected " + " or ".join(words)
 
 
 def check_writable(path: str | os.PathLike, *, what: str = "--out") -> None:
@@ -269,7 +272,10 @@ def write_jsonl(path: str | os.PathLike, rows: list[dict]) -> None:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Every row of a JSON-lines record, through the one reader (:func:`robustlab.reader.read_jsonl`)."""
+    from .reader import read_jsonl as read
+
+    return read(path)
 
 
 _PACKAGES = ("robustlab", "torch", "numpy", "scikit-learn", "mlxtend", "matplotlib",

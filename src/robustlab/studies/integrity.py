@@ -130,10 +130,13 @@ def check_identity(out: Path, manifest: Mapping[str, Any], store: Any, config: A
 # never rewrite the derived files from a smaller store
 
 def _lines(path: Path) -> int:
+    """The result rows ``path`` holds: its lines that are JSON objects (a garbage line, a
+    truncated write, or a pipe in its place holds none; the store rebuilds the file)."""
+    from ..reader import jsonl_rows
+
     try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except OSError:
+        return len(jsonl_rows(path)[0])
+    except (OSError, UserError):
         return 0
 
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from .. import records
-from ..config import Config, config_hash
+from .. import reader, records
+from ..config import Config, UserError, config_hash
 
 __all__ = ["CHECKPOINT_EVERY_S", "Checkpoint", "folder", "for_group", "progress_of"]
 
@@ -130,6 +130,6 @@ def progress_of(path: str | Path) -> list[str]:
     at their last save (``["epoch 13/50", …]``, in no set order); unreadable notes are skipped."""
     out = []
     for f in sorted(Path(path).glob("*.json")) if Path(path).is_dir() else []:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            out.append(str(json.loads(f.read_text())["progress"]))
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UserError):
+            out.append(str(reader.read_json(f)["progress"]))  # a regular file only: a pipe would block
     return out

@@ -22,7 +22,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from .. import records
+from .. import reader, records
 from ..config import UserError
 
 __all__ = ["Store", "StoreError"]
@@ -143,7 +143,7 @@ class Store:
         if not self._has_meta:
             return None
         row = self.conn.execute("SELECT value FROM meta WHERE name='identity'").fetchone()
-        return json.loads(row[0]) if row else None
+        return reader.loads(row[0], self.path, where="its run identity") if row else None
 
     def set_identity(self, ident: dict[str, Any]) -> None:
         """Record the run identity (a writer, once, when the store is new or from before them)."""
@@ -212,7 +212,8 @@ class Store:
             f"SELECT key, params, rows, reason, traceback, seconds, {warn}, {code} FROM points WHERE status=? "
             "ORDER BY rowid", (status,))
         try:
-            return [{"key": k, "params": json.loads(p), "rows": json.loads(r), "reason": reason,
+            return [{"key": k, "params": reader.loads(p, self.path, where=f"point {k}"),
+                     "rows": reader.loads(r, self.path, where=f"point {k}"), "reason": reason,
                      "traceback": tb, "seconds": s, "warnings": json.loads(w) if w else [], "code": c}
                     for k, p, r, reason, tb, s, w, c in cur]
         except (json.JSONDecodeError, sqlite3.Error) as exc:  # bytes damaged inside a record
