@@ -360,8 +360,160 @@ def test_runs_and_load_never_block_on_a_named_pipe(tmp_path, smoke, alarm):
         _fifo(_copy(smoke, tmp_path, name) / name)
     _fifo(_copy(smoke, tmp_path, "store") / "store.sqlite")
     df = robustlab.runs(tmp_path)
-    assert sorted(Path(p).name for p in df["path"]) == ["claims.json", "store"]
+    # the runs whose manifest or store is a pipe are not readable as runs: skipped, without waiting
+    assert sorted(Path(p).name for p in df["path"]) == ["claims.json"]
     with pytest.raises(robustlab.UserError, match="manifest.json is damaged"):
         robustlab.load(tmp_path / "manifest.json")
     with pytest.raises(robustlab.UserError, match="store.sqlite is not allowed: it is not a regular file"):
         robustlab.load(tmp_path / "store")
+
+
+# --- completeness and provenance, to every reader ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory) -> Path:
+    """A run with 2 of its 4 points failed (lr=0.2 raises)."""
+    out = tmp_path_factory.mktemp("runs") / "partial"
+    assert main([*SMOKE, "--grid", "lr=0.2,0.5", "--set", "fail_on_lr=0.2", "--out", str(out)]) == 0
+    return out
+
+
+def test_compare_says_a_run_is_partial(partial, smoke, capsys):
+    assert main(["compare", str(partial), str(smoke)]) == 0
+    out = capsys.readouterr().out
+    assert "PARTIAL: A holds points 2/4 done, 2 failed" in out
+    assert out.strip().splitlines()[-1].endswith("PARTIAL runs: A (smoke)")
+    assert main(["compare", str(smoke), str(smoke)]) == 0 and "PARTIAL" not in capsys.readouterr().out
+
+
+def test_export_carries_a_complete_column(partial, smoke, tmp_path):
+    import pandas as pd
+
+    for run, complete in ((partial, False), (smoke, True)):
+        out = tmp_path / f"{run.name}.csv"
+        assert main(["export", str(run), "--out", str(out)]) == 0
+        for f in (out, out.with_name(f"{run.name}.claims.csv")):
+            assert set(pd.read_csv(f)["complete"]) == {complete}, f
+
+
+def test_load_flags_a_partial_run_and_refuses_an_emptied_store(partial, smoke, tmp_path):
+    import sqlite3
+
+    import robustlab
+    from robustlab.studies.base import PartialRunWarning
+
+    with pytest.warns(PartialRunWarning, match="points 2/4 done, 2 failed"):
+        df = robustlab.load(partial)
+    assert df.attrs["complete"] is False and df.attrs["completeness"]["failed"] == 2
+    assert robustlab.load(smoke).attrs["complete"] is True
+    run = _copy(smoke, tmp_path)
+    with sqlite3.connect(run / "store.sqlite") as db:
+        db.execute("DELETE FROM points")
+    with pytest.raises(robustlab.UserError, match="holds 0 result rows and results.jsonl 16"):
+        robustlab.load(run)
+
+
+def test_runs_flags_partial_runs_and_never_counts_a_claim_of_kind_null(partial, smoke, tmp_path):
+    import robustlab
+
+    _copy(partial, tmp_path, "partial")
+    _copy(smoke, tmp_path, "smoke")
+    nulled = _copy(smoke, tmp_path, "nulled")
+    _edit_json(nulled / "claims.json", lambda c: json.dumps([{**d, "kind": None, "verdict": "reproduced"} for d in c]))
+    df = robustlab.runs(tmp_path)
+    by = {Path(p).name: row for p, row in zip(df["path"], df.to_dict("records"))}
+    assert by["partial"]["complete"] is False and by["partial"]["points_done"] == 2
+    assert by["smoke"]["complete"] is True and by["smoke"]["points_done"] == 4
+    assert "nulled" not in by  # its claims.json is damaged: no claim of it is counted
+
+
+def test_a_value_edited_in_the_store_is_reported_not_republished(smoke, tmp_path, capsys):
+    import sqlite3
+
+    import robustlab
+
+    run = _copy(smoke, tmp_path)
+    with sqlite3.connect(run / "store.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM points WHERE checksum IS NULL").fetchone() == (0,)
+        key, rows = db.execute("SELECT key, rows FROM points LIMIT 1").fetchone()
+        db.execute("UPDATE points SET rows=? WHERE key=?", (rows.replace('"loss": ', '"loss": 1', 1), key))
+    before = _snapshot(tmp_path)
+    assert main(["report", str(run)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "do not match the checksum written when they finished" in line and key in line
+    assert _snapshot(tmp_path) == before
+    with pytest.raises(robustlab.UserError, match="checksum"):
+        robustlab.load(run)
+    # the same edit with the checksum recomputed still differs from results.jsonl
+    from robustlab.sweep.store import checksum
+
+    with sqlite3.connect(run / "store.sqlite") as db:
+        p, s, r = db.execute("SELECT params, status, rows FROM points WHERE key=?", (key,)).fetchone()
+        db.execute("UPDATE points SET checksum=? WHERE key=?", (checksum(key, p, s, r), key))
+    assert main(["report", str(run)]) == 2
+    assert "differ from the rows results.jsonl holds" in _one_line(capsys.readouterr().err)
+
+
+# --- the Python API: every bad argument is a UserError ------------------------------------------
+
+def _api_cases(run_dir: Path, tmp: Path) -> dict:
+    import math
+
+    import torch
+
+    import robustlab
+
+    (tmp / "afile.txt").write_text("x")
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3))
+    x, y = torch.rand(8, 4), torch.randint(0, 3, (8,))
+
+    class NaNModel(torch.nn.Module):
+        def forward(self, x):
+            return torch.full((x.shape[0], 3), float("nan"))
+
+    R, E = robustlab.run, robustlab.evaluate
+    return {
+        "run(None)": lambda: R(None), "run(123)": lambda: R(123), "run('')": lambda: R(""),
+        "run(seeds='2')": lambda: R("smoke", seeds="2"), "run(seed=-1)": lambda: R("smoke", seed=-1),
+        "run(seed=1.5)": lambda: R("smoke", seed=1.5), "run(set=[1])": lambda: R("smoke", set=[1]),
+        "run(grid='lr=1')": lambda: R("smoke", grid="lr=1"), "run(grid=[1])": lambda: R("smoke", grid=[1]),
+        "run(out=5)": lambda: R("smoke", out=5), "run(workers='2')": lambda: R("smoke", workers="2"),
+        "run(workers=0)": lambda: R("smoke", workers=0), "run(threads=1.5)": lambda: R("smoke", threads=1.5),
+        "run(threads=None)": lambda: R("smoke", threads=None), "run(device=None)": lambda: R("smoke", device=None),
+        "run(backend=None)": lambda: R("smoke", backend=None), "run(preset=None)": lambda: R("smoke", preset=None),
+        "run(reuse='dir')": lambda: R("smoke", reuse="dir"), "run(reuse=[None])": lambda: R("smoke", reuse=[None]),
+        "run(quiet='yes')": lambda: R("smoke", quiet="yes"), "run(data_dir=5)": lambda: R("smoke", data_dir=5),
+        "run(ray_address=5)": lambda: R("smoke", ray_address=5),
+        "load(None)": lambda: robustlab.load(None), "load(missing)": lambda: robustlab.load(tmp / "missing"),
+        "load(a file)": lambda: robustlab.load(tmp / "afile.txt"), "load(123)": lambda: robustlab.load(123),
+        "load(no run)": lambda: robustlab.load(tmp),
+        "runs(None)": lambda: robustlab.runs(None), "runs(5)": lambda: robustlab.runs(5),
+        "compare(None, None)": lambda: robustlab.compare(None, None), "compare(run, 5)": lambda: robustlab.compare(run_dir, 5),
+        "rerun(None)": lambda: robustlab.rerun(None), "rerun(run, workers=0)": lambda: robustlab.rerun(run_dir, workers=0),
+        "rerun(run, out=5)": lambda: robustlab.rerun(run_dir, out=5),
+        "rerun(run, options=5)": lambda: robustlab.rerun(run_dir, options=5),
+        "evaluate(attacks=5)": lambda: E(model, x, y, eps=0.1, attacks=5),
+        "evaluate(bounds='x')": lambda: E(model, x, y, eps=0.1, attacks="fgsm", bounds="x"),
+        "evaluate(bounds=(1, 0))": lambda: E(model, x, y, eps=0.1, attacks="fgsm", bounds=(1, 0)),
+        "evaluate(batch_size=None)": lambda: E(model, x, y, eps=0.1, attacks="fgsm", batch_size=None),
+        "evaluate(seed='x')": lambda: E(model, x, y, eps=0.1, attacks="fgsm", seed="x"),
+        "evaluate(eps=nan)": lambda: E(model, x, y, eps=math.nan, attacks="fgsm"),
+        "evaluate(a model whose outputs are NaN)": lambda: E(NaNModel(), x, y, eps=0.1, attacks="fgsm"),
+    }
+
+
+def test_every_bad_api_argument_is_a_user_error(smoke, tmp_path):
+    import robustlab
+
+    raw = {}
+    for name, call in _api_cases(smoke, tmp_path).items():
+        try:
+            call()
+            raw[name] = "no error"
+        except robustlab.UserError as exc:
+            assert "\n" not in str(exc), (name, str(exc))
+        except BaseException as exc:  # noqa: BLE001 - what the test looks for
+            raw[name] = f"{type(exc).__name__}: {exc}"
+    assert raw == {}
+    with pytest.raises(robustlab.UserError, match="outputs are not finite"):
+        _api_cases(smoke, tmp_path)["evaluate(a model whose outputs are NaN)"]()

@@ -200,9 +200,20 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
     local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
+    from . import _args
     from .sweep.runner import SweepOptions, check_threads, default_workers
     from .utils import resolve_device
 
+    _args.check({"study": (study, _args.PATH, False, "a study name, or the path of a .py file that defines STUDY"), "preset": (preset, str, False), "set": (set, Mapping, True),
+                 "grid": (grid, (Mapping, "strings"), True), "seed": (seed, int, True), "seeds": (seeds, int, True),
+                 "out": (out, _args.PATH, True), "backend": (backend, str, False), "workers": (workers, int, True),
+                 "threads": (threads, int, False), "device": (device, str, False), "ray_address": (ray_address, str, True),
+                 "quiet": (quiet, bool, False), "retry_failed": (retry_failed, bool, False),
+                 "data_dir": (data_dir, _args.PATH, True), "reuse": (reuse, "paths", False)})
+    _args.at_least("seed", seed, 0)
+    _args.at_least("seeds", seeds, 1)
+    _args.at_least("workers", workers, 1)
+    _args.at_least("threads", threads, 1)
     check_threads(threads)
     resolve_device(device)
     if ray_address and backend != "ray":
@@ -284,10 +295,16 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     record names (``host.cpu``, ``host.cpu_capability``) its results.jsonl is byte-identical to
     the original's; another kind of CPU may sum in another order. ``workers``: by default the
     CPU cores // the run's threads, as ``robustlab rerun``."""
+    from . import _args
     from .studies import external, get_study
     from .studies.base import execute, plan_from_manifest
     from .sweep.runner import SweepOptions, default_workers
 
+    _args.check({"src": (src, _args.PATH, False), "out": (out, _args.PATH, True), "quiet": (quiet, bool, False),
+                 "workers": (workers, int, True), "backend": (backend, str, False)})
+    _args.at_least("workers", workers, 1)
+    if options is not None and not dataclasses.is_dataclass(options):
+        raise UserError(f"options={options!r} is not allowed: a robustlab.sweep.runner.SweepOptions or None")
     src = Path(src)
     if not (src / "manifest.json").is_file():
         raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json)")
@@ -355,13 +372,18 @@ def runs(root: str | Path = "runs"):
     preset, set, grid, seeds, n_points, device, code``, the tally of its paper claims'
     verdicts (``reproduced, contradicted, inconclusive, not_applicable``), ``self_checks`` and
     ``self_checks_failed``,
-    ``started``, ``finished`` and ``seconds`` (the sweep's wall time). A directory that is not
-    readable as a run is skipped. ``UserError`` when ``root`` is not a directory."""
+    ``started``, ``finished`` and ``seconds`` (the sweep's wall time), ``points_done`` and
+    ``complete`` (false for a partial run: killed, with failed points, or an emptied store; from
+    its store). A directory that is not readable as a run is skipped (a claims.json whose claim
+    has no kind, or one robustlab does not write, is damaged: never counted). ``UserError`` when
+    ``root`` is not a directory."""
     import pandas as pd
 
+    from . import _args
     from .report.compare import _code_text, _seeds_text
     from .report.html import kind_of, verdict_of
 
+    _args.check({"root": (root, _args.PATH, False)})
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"root={str(root)!r} is not allowed: no such directory")
@@ -370,6 +392,7 @@ def runs(root: str | Path = "runs"):
         try:
             m = records.read_json(mpath)
             claims = records.read_json(mpath.parent / "claims.json") if (mpath.parent / "claims.json").is_file() else []
+            comp = _completeness(mpath.parent, m)
         except (OSError, ValueError, UserError):  # damaged or unreadable: not a run to list
             continue
         if not isinstance(m, dict) or "study" not in m or not isinstance(claims, list):
@@ -388,11 +411,19 @@ def runs(root: str | Path = "runs"):
                      "self_checks_failed": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"
                                                and verdict_of(c) == "contradicted"),
                      "started": m.get("started"), "finished": m.get("finished"),
-                     "seconds": (m.get("sweep") or {}).get("seconds")})
+                     "seconds": (m.get("sweep") or {}).get("seconds"),
+                     "points_done": comp["done"] if comp else None, "complete": comp["complete"] if comp else None})
     cols = ["path", "study", "preset", "set", "grid", "seeds", "n_points", "device", "code", "reproduced",
-            "contradicted", "inconclusive", "not_applicable", "self_checks", "self_checks_failed", "started", "finished", "seconds"]
+            "contradicted", "inconclusive", "not_applicable", "self_checks", "self_checks_failed", "started", "finished", "seconds",
+            "points_done", "complete"]
     df = pd.DataFrame(rows, columns=cols)
     return df.sort_values("started", kind="stable", na_position="last").reset_index(drop=True)
+
+
+def _completeness(run: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    from .studies.integrity import store_completeness
+
+    return store_completeness(run, manifest)
 
 
 @dataclasses.dataclass
@@ -414,7 +445,9 @@ class Comparison:
 def compare(a: str | Path, b: str | Path) -> Comparison:
     """Two runs (or reproduce directories) side by side, as ``robustlab compare`` shows them:
     a :class:`Comparison` holding two DataFrames, ``config`` and ``claims``."""
+    from . import _args
     from .report.compare import claims_table, compare_dirs, compare_text, config_table
 
+    _args.check({"a": (a, _args.PATH, False), "b": (b, _args.PATH, False)})
     sa, sb, rows = compare_dirs(a, b)
     return Comparison(config_table(sa, sb), claims_table(rows), compare_text(sa, sb, rows))

@@ -2,8 +2,9 @@
 
 ``FILE`` holds every result row with its point's config (the columns :func:`robustlab.load`
 gives: each config field, ``seed`` and ``point``, then the study's measured columns), plus
-``study`` and ``run`` (the run directory) so that the rows of a reproduce directory — one run
-per study — sit in one table. Beside it, ``FILE``'s stem + ``.claims.csv`` (or
+``study``, ``run`` (the run directory) and ``complete`` (false for a partial run: killed, with
+failed points, or an emptied store), so that the rows of a reproduce directory — one run per
+study — sit in one table and a partial run's rows are never taken for a whole one. Beside it, ``FILE``'s stem + ``.claims.csv`` (or
 ``.claims.parquet``) holds the claims, one row per claim with its verdict, effect, interval,
 control verdict and excluded count (:func:`robustlab.api.claims_frame`).
 
@@ -70,12 +71,15 @@ def tables(src: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     for run in run_dirs(Path(src)):
         study = records.read_json(run / "manifest.json").get("study")
         df = load(run)
+        complete = df.attrs.get("complete")  # False for a partial run (killed, failed points, emptied)
+        df.insert(0, "complete", complete)
         df.insert(0, "run", str(run))
         df.insert(0, "study", study)
         results.append(df)
         # whatever stands at claims.json is read (a pipe or damage there is one line, not "no claims")
         cl = claims_frame(records.read_json(run / "claims.json")) if os.path.lexists(run / "claims.json") \
             else claims_frame([])
+        cl.insert(0, "complete", complete)
         cl.insert(0, "run", str(run))
         cl.insert(0, "study", study)
         claims.append(cl)

@@ -9,6 +9,7 @@ leaves a half-written file.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -42,6 +43,8 @@ __all__ = [
     "code_version",
     "host_info",
     "now_iso",
+    "Provenance",
+    "provenance",
 ]
 
 
@@ -181,6 +184,7 @@ _CLAIMS = ["list", {"id": "str", "?kind": "str", "?statement": "str", "?verdict"
                     "?control": ("dict", "null"), "?excluded": (["list", "dict"], "null"),
                     "?across": ("dict", "null"), "?evidence": ("dict", "null"), "?source": ("str", "null"),
                     "?incomplete": ("dict", "null")}]
+SHAPES_RUN = _MANIFEST  # a run's manifest in full (read_manifest's shape)
 SHAPES: dict[str, Any] = {"manifest.json": _ANY_MANIFEST, "reproduce.json": _REPRODUCE, "claims.json": _CLAIMS}
 
 
@@ -347,6 +351,27 @@ def study_code(origin: dict[str, Any] | None) -> dict[str, Any]:
     elif o.get("kind") == "package":
         ident["study"].update(package=o.get("package"), version=o.get("version"))
     return ident
+
+
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Who computes a run: the code identity of its study (:func:`study_code`) and its id, the
+    git state of robustlab, the package versions and the host. Computed once when a run starts
+    (:func:`provenance`) and handed to every check and record of that run — the resume check,
+    the mixed-code check, the sitting, the manifest, each stored point — so they all see one
+    identity, even if a study file changes while the run is checked."""
+
+    ident: dict[str, Any]
+    code_id: str
+    git: dict[str, Any]
+    versions: dict[str, str | None]
+    host: dict[str, Any]
+
+
+def provenance(origin: dict[str, Any] | None) -> Provenance:
+    """The :class:`Provenance` of a run of a study from ``origin`` (its ``Study.origin``), now."""
+    ident = study_code(origin)
+    return Provenance(ident, code_id(ident), code_version(), package_versions(), host_info())
 
 
 def code_id(ident: dict[str, Any]) -> str:

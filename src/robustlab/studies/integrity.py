@@ -32,7 +32,7 @@ from ..config import UserError, config_hash
 
 __all__ = ["SAFE_NAME", "check_study_name", "OWN_FILES", "check_no_links", "check_own_files", "identity", "check_identity",
            "guard_rewrite", "completeness", "mark_incomplete", "check_code", "sitting", "code_summary",
-           "failure_line"]
+           "failure_line", "check_values", "store_completeness"]
 
 # letters, digits, '-', '_' and '.', starting with a letter or digit, no '..': a study's name
 # becomes a directory name (runs/NAME-TIME, a reproduce directory's NAME/)
@@ -127,9 +127,64 @@ def check_identity(out: Path, manifest: Mapping[str, Any], store: Any, config: A
 
 
 # ---------------------------------------------------------------------------------------------
+# the store's values against what was written when each point finished, and against results.jsonl
+
+def check_values(out: Path, store: Any, done: Sequence[Mapping[str, Any]] | None = None) -> None:
+    """The store's points hold what was written when each finished (their checksums), and every
+    point that results.jsonl holds has the same rows in the store (``done``: the store's finished
+    points, read already). A value edited in the store is refused in one line, not republished
+    into results.jsonl, claims.json and the figures."""
+    where = Path(out) / "store.sqlite"
+    fix = (f"restore the store (or results.jsonl) from a copy, or recompute the run with "
+           f"`robustlab rerun {out}`")
+    bad = store.tampered()
+    if bad:
+        raise UserError(f"{where} is not allowed: {len(bad)} of its points do not match the checksum written when "
+                        f"they finished (point {bad[0]}: a value edited or damaged in the store): {fix}")
+    results = Path(out) / "results.jsonl"
+    if not os.path.lexists(results):
+        return
+    from ..reader import jsonl_rows
+
+    try:
+        rows, _ = jsonl_rows(results)
+    except (OSError, UserError):
+        return  # damaged or not a file: rebuilt from the store (guard_rewrite decides)
+    held: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if isinstance(r.get("point"), str):
+            held.setdefault(r["point"], []).append(r)
+    if not held:
+        return
+    stored = {d["key"]: [{**d["params"], **r, "point": d["key"]} for r in d["rows"]]
+              for d in (done if done is not None else store.done())}
+    differ = [k for k, rs in held.items() if k in stored and json_text(stored[k]) != json_text(rs)]
+    if differ:
+        raise UserError(f"{where} is not allowed: {len(differ)} of its points differ from the rows results.jsonl "
+                        f"holds for them (point {differ[0]}): the store or results.jsonl was edited; {fix}")
+
+
+def json_text(rows: Any) -> str:
+    """Rows as the records write them (sorted keys): equal texts, equal records."""
+    return records.dumps(rows, sort_keys=True)
+
+
+def store_completeness(out: Path, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Points planned, done, failed and missing of the run in ``out``, read from its store
+    (None: it has none, or the manifest is not a run's in full). What every reader says of a
+    partial run."""
+    from ..sweep.store import Store
+
+    if not os.path.lexists(Path(out) / "store.sqlite") or records.check_shape(manifest, records.SHAPES_RUN):
+        return None
+    with Store(Path(out) / "store.sqlite", readonly=True) as st:
+        return completeness(manifest, st.keys("done"), st.keys("failed"))
+
+
+# ---------------------------------------------------------------------------------------------
 # never rewrite the derived files from a smaller store
 
-def _lines(path: Path) -> int:
+def result_rows(path: Path) -> int:
     """The result rows ``path`` holds: its lines that are JSON objects (a garbage line, a
     truncated write, or a pipe in its place holds none; the store rebuilds the file)."""
     from ..reader import jsonl_rows
@@ -147,7 +202,7 @@ def guard_rewrite(out: Path, n_rows: int, n_points: int, *, force: bool = False)
     if force:
         return
     out = Path(out)
-    held = _lines(out / "results.jsonl")
+    held = result_rows(out / "results.jsonl")
     fix = (f"restore store.sqlite, or recompute it with `robustlab rerun {out}`, or pass --force to "
            "rewrite them from the store as it is")
     if held > n_rows:
@@ -265,11 +320,12 @@ def _legacy_text(manifest: Mapping[str, Any] | None, cid: str) -> str:
     return f"code {cid}"
 
 
-def sitting(options: Any, code_ident: dict[str, Any], allow_mixed: bool) -> dict[str, Any]:
-    """One entry of the manifest's ``sittings``: when, with which code, versions and host."""
-    return {"started": records.now_iso(), "finished": None, "code_id": records.code_id(code_ident),
-            "code": code_ident, "allow_mixed_code": bool(allow_mixed), "versions": records.package_versions(),
-            "host": records.host_info(), "workers": options.workers, "backend": options.backend}
+def sitting(options: Any, prov: records.Provenance, allow_mixed: bool) -> dict[str, Any]:
+    """One entry of the manifest's ``sittings``: when, with which code, versions and host (the
+    run's :class:`~robustlab.records.Provenance`)."""
+    return {"started": records.now_iso(), "finished": None, "code_id": prov.code_id,
+            "code": prov.ident, "allow_mixed_code": bool(allow_mixed), "versions": prov.versions,
+            "host": prov.host, "workers": options.workers, "backend": options.backend}
 
 
 def code_summary(store_codes: Mapping[str | None, int], manifest: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ store copied in from another run is refused rather than reported as this one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -37,7 +38,8 @@ CREATE TABLE IF NOT EXISTS points (
     traceback TEXT,
     seconds REAL,
     warnings TEXT,
-    code TEXT
+    code TEXT,
+    checksum TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (
     name TEXT PRIMARY KEY,
@@ -46,7 +48,14 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 # columns added since the first stores: an old store gets them (NULL for its points) when it is
 # opened for writing, and reads as NULL through a read-only connection
-_LATER_COLUMNS = ("warnings", "code")
+_LATER_COLUMNS = ("warnings", "code", "checksum")
+
+
+def checksum(key: str, params: str, status: str, rows: str) -> str:
+    """sha256 (16 hex) of a point's record as stored (its key, params and rows as JSON text, its
+    status): written when the point finishes, so that a value edited in the store afterwards is
+    found (:meth:`Store.tampered`) instead of republished."""
+    return hashlib.sha256("\0".join((key, params, status, rows)).encode("utf-8")).hexdigest()[:16]
 
 
 class StoreError(UserError):
@@ -181,20 +190,22 @@ class Store:
         """
         conflict = ("ON CONFLICT(key) DO UPDATE SET params=excluded.params, status=excluded.status, "
                     "rows=excluded.rows, reason=excluded.reason, traceback=excluded.traceback, "
-                    "seconds=excluded.seconds, warnings=excluded.warnings, code=excluded.code WHERE points.status='failed'"
+                    "seconds=excluded.seconds, warnings=excluded.warnings, code=excluded.code, checksum=excluded.checksum "
+                    "WHERE points.status='failed'"
                     if replace_failed else "ON CONFLICT(key) DO NOTHING")
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
             for e in entries:
+                params = records.dumps(e["params"], sort_keys=True)
+                rows = records.dumps(e.get("rows", []), sort_keys=True)
                 cur.execute(
-                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings, code) "
-                    f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
-                    (e["key"], records.dumps(e["params"], sort_keys=True), e["status"],
-                     records.dumps(e.get("rows", []), sort_keys=True), e.get("reason"),
+                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings, code, "
+                    f"checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
+                    (e["key"], params, e["status"], rows, e.get("reason"),
                      e.get("traceback"), e.get("seconds"),
                      records.dumps(e["warnings"]) if e.get("warnings") else None,
-                     e.get("code") or self.code),
+                     e.get("code") or self.code, checksum(e["key"], params, e["status"], rows)),
                 )
             cur.execute("COMMIT")
         except sqlite3.OperationalError as exc:  # disk full, read-only, I/O: the machine's, not ours
@@ -207,7 +218,7 @@ class Store:
             raise
 
     def _select(self, status: str) -> list[dict[str, Any]]:
-        warn, code = (c if c in self._columns else "NULL" for c in _LATER_COLUMNS)  # an old store, read-only
+        warn, code, _ = (c if c in self._columns else "NULL" for c in _LATER_COLUMNS)  # an old store, read-only
         cur = self.conn.execute(
             f"SELECT key, params, rows, reason, traceback, seconds, {warn}, {code} FROM points WHERE status=? "
             "ORDER BY rowid", (status,))
@@ -218,6 +229,16 @@ class Store:
                     for k, p, r, reason, tb, s, w, c in cur]
         except (json.JSONDecodeError, sqlite3.Error) as exc:  # bytes damaged inside a record
             raise _store_error(self.path, exc) from None
+
+    def tampered(self) -> list[str]:
+        """Keys of the points whose stored record no longer matches the checksum written when
+        they finished (a value edited in the store, or damaged bytes); points recorded before
+        checksums have none to check."""
+        if "checksum" not in self._columns:
+            return []
+        cur = self.conn.execute("SELECT key, params, status, rows, checksum FROM points WHERE checksum IS NOT NULL "
+                                "ORDER BY rowid")
+        return [k for k, p, s, r, c in cur if checksum(k, p, s, r) != c]
 
     def done(self) -> list[dict[str, Any]]:
         return self._select("done")
