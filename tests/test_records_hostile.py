@@ -517,3 +517,40 @@ def test_every_bad_api_argument_is_a_user_error(smoke, tmp_path):
     assert raw == {}
     with pytest.raises(robustlab.UserError, match="outputs are not finite"):
         _api_cases(smoke, tmp_path)["evaluate(a model whose outputs are NaN)"]()
+
+
+def test_a_real_ctrl_c_in_study_code_stops_the_run_and_is_no_failure(tmp_path):
+    """KeyboardInterrupt raised by a study is its failure; a real SIGINT while a point runs in
+    this process still stops the run (exit 130), records nothing as failed, and resumes to the
+    same results.jsonl as an uninterrupted run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_sweep_kill import ARGS, N_POINTS, _recorded
+
+    from robustlab.sweep.store import Store
+
+    out, clean = tmp_path / "interrupted", tmp_path / "clean"
+    code = f"import sys; from robustlab.cli import main; sys.exit(main({[*ARGS, '--out', str(out)]!r}))"
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "OMP_NUM_THREADS": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    try:
+        while _recorded(out / "store.sqlite") < 4:
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "sweep too slow"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    with Store(out / "store.sqlite", readonly=True) as st:
+        assert st.count("failed") == 0 and 4 <= st.count("done") < N_POINTS
+    assert main([*ARGS, "--out", str(out)]) == 0
+    assert main([*ARGS, "--out", str(clean)]) == 0
+    assert (out / "results.jsonl").read_bytes() == (clean / "results.jsonl").read_bytes()
