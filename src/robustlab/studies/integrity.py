@@ -81,8 +81,9 @@ def check_own_files(out: Path) -> None:
             raise UserError(f"{p} is not allowed: it is not a regular file (a named pipe, device or directory); "
                             "restore the run's own file, or move the directory away")
         if name in _WRITTEN_IN_PLACE and st.st_nlink > 1:
+            fix = "remove it" if name == ".lock" else "restore the run's own file"
             raise UserError(f"{p} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
-                            "writes only its own plain files in a run directory); restore the run's own file")
+                            f"writes only its own plain files in a run directory); {fix}")
 
 
 # ---------------------------------------------------------------------------------------------
