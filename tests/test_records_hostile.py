@@ -243,6 +243,8 @@ STUDY_CODE_FAILS = {
                              "cannot be written as JSON"),
     "evidence holds 10**5000": ({"claims": "c = _claims(df, ctx); c[0].evidence['bad'] = 10**5000; return c"},
                                 "cannot be written as JSON"),
+    "evidence nested 100 deep": ({"claims": "c = _claims(df, ctx); c[0].evidence['bad'] = deep(100); return c"},
+                                 "cannot be read back from claims.json (nested deeper than 64 levels)"),
 }
 
 

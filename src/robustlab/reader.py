@@ -32,7 +32,7 @@ from typing import Any
 from .records import SHAPES, DamagedFile, check_shape
 
 __all__ = ["RecordError", "MAX_DEPTH", "MAX_JSON_BYTES", "MAX_JSONL_BYTES", "MAX_INT_DIGITS",
-           "read_bytes", "loads", "read_json", "read_jsonl", "jsonl_rows"]
+           "read_bytes", "loads", "depth_problem", "read_json", "read_jsonl", "jsonl_rows"]
 
 MAX_DEPTH = 64  # how deep a record's values may nest (a claim's evidence included)
 MAX_JSON_BYTES = 64 * 2**20  # manifest.json, reproduce.json, claims.json
@@ -108,13 +108,14 @@ def _int(text: str) -> int:
     return int(text)
 
 
-def _depth_problem(v: Any, depth: int = 0) -> str | None:
+def depth_problem(v: Any, depth: int = 0) -> str | None:
+    """What is wrong with ``v``'s nesting (deeper than :data:`MAX_DEPTH`), or None."""
     if depth > MAX_DEPTH:
         return f"nested deeper than {MAX_DEPTH} levels"
     if isinstance(v, dict):
-        return next((p for x in v.values() if (p := _depth_problem(x, depth + 1))), None)
+        return next((p for x in v.values() if (p := depth_problem(x, depth + 1))), None)
     if isinstance(v, list):
-        return next((p for x in v if (p := _depth_problem(x, depth + 1))), None)
+        return next((p for x in v if (p := depth_problem(x, depth + 1))), None)
     return None
 
 
@@ -133,7 +134,7 @@ def loads(text: str | bytes, path: str | os.PathLike, *, where: str = "") -> Any
         raise _damaged(path, f"{at}nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # NaN, Infinity, 1e999, a 5000-digit integer
         raise _damaged(path, f"{at}{exc}") from None
-    problem = _depth_problem(data)
+    problem = depth_problem(data)
     if problem:
         raise _damaged(path, at + problem)
     return data

@@ -779,11 +779,16 @@ def _short(text: str, n: int = 500) -> str:
 def _json_problem(claim: Claim) -> None:
     """A TypeError naming the claim when claims.json cannot hold it (its evidence holds a set,
     an object, an integer too large to write, or nests too deep)."""
+    from ..reader import depth_problem
+
     try:
         records.dumps(claim.to_dict())
+        deep = depth_problem([claim.to_dict()])  # as claims.json nests it: what the reader would refuse
     except (TypeError, ValueError, RecursionError) as exc:
         raise TypeError(f"claim {claim.id!r}: its evidence cannot be written as JSON "
                         f"({type(exc).__name__}: {_short(str(exc), 120)})") from None
+    if deep:
+        raise TypeError(f"claim {claim.id!r}: its evidence cannot be read back from claims.json ({deep})")
 
 
 def _declared(study: Study, claim: Claim) -> Claim:
