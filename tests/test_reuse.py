@@ -11,7 +11,7 @@ import pytest
 
 from robustlab import records
 from robustlab.cli import main
-from robustlab.sweep.store import Store
+from robustlab.sweep.store import Store, checksum
 
 GRID = ["--seeds", "2", "--quiet"]
 
@@ -52,7 +52,9 @@ def test_reuse_replaces_a_failed_point_and_takes_only_matching_configs(tmp_path)
     # mark one of b's points failed, as a crashed group would leave it
     key = next(iter(done))
     with Store(b / "store.sqlite") as s:
-        s.conn.execute("UPDATE points SET status='failed', rows='[]', reason='boom' WHERE key=?", (key,))
+        p = s.conn.execute("SELECT params FROM points WHERE key=?", (key,)).fetchone()[0]
+        s.conn.execute("UPDATE points SET status='failed', rows='[]', reason='boom', checksum=? WHERE key=?",
+                       (checksum(key, p, "failed", "[]"), key))
     (b / "results.jsonl").unlink()  # (a crashed run never wrote that point's rows there)
     before = json.loads((b / "manifest.json").read_text())
     assert _run(b, "--grid", "lr=0.1,0.3", "--set", "epochs=12", "--reuse", str(a)) == 0

@@ -11,7 +11,6 @@ run directory exactly from its ``manifest.json``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import sys
 from collections.abc import Mapping, Sequence
@@ -202,9 +201,20 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
     local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
+    from . import _args
     from .sweep.runner import SweepOptions, check_threads, default_workers
     from .utils import resolve_device
 
+    _args.check({"study": (study, _args.PATH, False, "a study name, or the path of a .py file that defines STUDY"), "preset": (preset, str, False), "set": (set, Mapping, True),
+                 "grid": (grid, (Mapping, "strings"), True), "seed": (seed, int, True), "seeds": (seeds, int, True),
+                 "out": (out, _args.PATH, True), "backend": (backend, str, False), "workers": (workers, int, True),
+                 "threads": (threads, int, False), "device": (device, str, False), "ray_address": (ray_address, str, True),
+                 "quiet": (quiet, bool, False), "retry_failed": (retry_failed, bool, False),
+                 "data_dir": (data_dir, _args.PATH, True), "reuse": (reuse, "paths", False)})
+    _args.at_least("seed", seed, 0)
+    _args.at_least("seeds", seeds, 1)
+    _args.at_least("workers", workers, 1)
+    _args.at_least("threads", threads, 1)
     check_threads(threads)
     resolve_device(device)
     if ray_address and backend != "ray":
@@ -286,10 +296,16 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     record names (``host.cpu``, ``host.cpu_capability``) its results.jsonl is byte-identical to
     the original's; another kind of CPU may sum in another order. ``workers``: by default the
     CPU cores // the run's threads, as ``robustlab rerun``."""
+    from . import _args
     from .studies import external, get_study
     from .studies.base import execute, plan_from_manifest
     from .sweep.runner import SweepOptions, default_workers
 
+    _args.check({"src": (src, _args.PATH, False), "out": (out, _args.PATH, True), "quiet": (quiet, bool, False),
+                 "workers": (workers, int, True), "backend": (backend, str, False)})
+    _args.at_least("workers", workers, 1)
+    if options is not None and not dataclasses.is_dataclass(options):
+        raise UserError(f"options={options!r} is not allowed: a robustlab.sweep.runner.SweepOptions or None")
     src = Path(src)
     if not (src / "manifest.json").is_file():
         raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json)")
@@ -344,11 +360,12 @@ def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]
     Rows are matched by position (both are in the plan's order): a differing row count is one
     text; otherwise each field whose value differs in some row, with how many rows and the
     first such row (``loss: 12 of 48 rows, first row 3: 2.3045 vs 2.3051``)."""
+    from . import reader
+
     a, b = Path(a), Path(b)
-    if a.read_bytes() == b.read_bytes():
+    if reader.read_bytes(a, limit=reader.MAX_JSONL_BYTES) == reader.read_bytes(b, limit=reader.MAX_JSONL_BYTES):
         return []
-    rows_a = [json.loads(line) for line in a.read_text().splitlines() if line.strip()]
-    rows_b = [json.loads(line) for line in b.read_text().splitlines() if line.strip()]
+    rows_a, rows_b = reader.read_jsonl(a), reader.read_jsonl(b)  # a damaged line: one line naming it
     if len(rows_a) != len(rows_b):
         return [f"{len(rows_a)} rows vs {len(rows_b)} rows"]
     fields: dict[str, list[int]] = {}
@@ -374,7 +391,7 @@ _MISSING = object()
 
 RUN_COLUMNS = ["path", "study", "preset", "seeds", "n_points", "device", "code", "rerun_of", "reproduced",
                "contradicted", "inconclusive", "not_applicable", "exploratory", "exploratory_reproduced",
-               "self_checks", "self_checks_failed", "started", "finished", "seconds"]
+               "self_checks", "self_checks_failed", "started", "finished", "seconds", "points_done", "complete"]
 
 
 def _grid_values(grid: Any) -> dict[str, list[Any]]:
@@ -431,12 +448,17 @@ def runs(root: str | Path = "runs"):
     else None); the tally of its paper claims' verdicts (``reproduced, contradicted,
     inconclusive, not_applicable``), ``exploratory`` and ``exploratory_reproduced``,
     ``self_checks`` and ``self_checks_failed``; ``started`` and ``finished`` (UTC datetimes)
-    and ``seconds`` (the sweep's wall time). Then one column per field the run's request set
-    (``set.epochs``: its value, typed as the study's config types it) or swept
-    (``grid.lr``: the list of values). A directory that is not readable as a run is skipped.
-    ``UserError`` when ``root`` is not a directory."""
+    and ``seconds`` (the sweep's wall time); ``points_done`` and ``complete`` (false for a
+    partial run: killed, with failed points, or an emptied store; from its store). Then one
+    column per field the run's request set (``set.epochs``: its value, typed as the study's
+    config types it) or swept (``grid.lr``: the list of values). A directory that is not
+    readable as a run is skipped (a claims.json whose claim has no kind, or one robustlab does
+    not write, is damaged: never counted). ``UserError`` when ``root`` is not a directory."""
     import pandas as pd
 
+    from . import _args
+
+    _args.check({"root": (root, _args.PATH, False)})
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"root={str(root)!r} is not allowed: no such directory")
@@ -445,23 +467,33 @@ def runs(root: str | Path = "runs"):
         try:
             m = records.read_json(mpath)
             claims = records.read_json(mpath.parent / "claims.json") if (mpath.parent / "claims.json").is_file() else []
+            comp = _completeness(mpath.parent, m)
         except (OSError, ValueError, UserError):  # damaged or unreadable: not a run to list
             continue
         if not isinstance(m, dict) or "study" not in m or not isinstance(claims, list):
             continue
-        rows.append(_run_row(mpath.parent, m, claims))
+        row = _run_row(mpath.parent, m, claims)
+        row.update(points_done=comp["done"] if comp else None, complete=comp["complete"] if comp else None)
+        rows.append(row)
     extra = sorted({k for r in rows for k in r if k not in RUN_COLUMNS})
     df = pd.DataFrame(rows, columns=RUN_COLUMNS + extra)
     for col in ("started", "finished"):
         df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
     for col in ("n_points", "reproduced", "contradicted", "inconclusive", "not_applicable", "exploratory",
-                "exploratory_reproduced", "self_checks", "self_checks_failed"):
+                "exploratory_reproduced", "self_checks", "self_checks_failed", "points_done"):
         df[col] = df[col].astype("Int64")
+    df["complete"] = df["complete"].astype("boolean")
     df["seconds"] = df["seconds"].astype("float64")
     for col in extra:  # one type per column where the runs agree (an int field stays int)
         if col.startswith("set.") and df[col].notna().all():
             df[col] = df[col].convert_dtypes()
     return df.sort_values("started", kind="stable", na_position="last").reset_index(drop=True)
+
+
+def _completeness(run: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    from .studies.integrity import store_completeness
+
+    return store_completeness(run, manifest)
 
 
 @dataclasses.dataclass
@@ -484,7 +516,9 @@ class Comparison:
 def compare(a: str | Path, b: str | Path) -> Comparison:
     """Two runs (or reproduce directories) side by side, as ``robustlab compare`` shows them:
     a :class:`Comparison` holding two DataFrames, ``config`` and ``claims``."""
+    from . import _args
     from .report.compare import claims_table, compare_dirs, compare_text, config_table
 
+    _args.check({"a": (a, _args.PATH, False), "b": (b, _args.PATH, False)})
     sa, sb, rows = compare_dirs(a, b)
     return Comparison(config_table(sa, sb), claims_table(rows), compare_text(sa, sb, rows))

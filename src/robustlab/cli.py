@@ -358,7 +358,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(console_text([sec], seconds={sec.name: time.perf_counter() - t0}, verbose=args.verbose))
     pts = summary["points"]
     print(f"report: {run.out}/report.html  ·  {pts['done']}/{pts['planned']} points done ({pts['failed']} failed)")
-    return _died_exit(summary["failures"], run.out) or _claims_exit(summary["claims"], args.strict)
+    return _died_exit(summary["failures"], run.out) or _failed_exit(sec, run.out) \
+        or _claims_exit(summary["claims"], args.strict)
+
+
+def _failed_exit(section, out) -> int:  # noqa: ANN001 - a StudySection
+    """1, with one line, when no point produced results or the study's claims() or figures()
+    raised or exited (:func:`robustlab.studies.integrity.failure_line`)."""
+    from .studies.integrity import failure_line
+
+    line = failure_line(section.name, section.claims, section.problems, out)
+    if line:
+        print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
 def _died_exit(failures: list[dict], out) -> int:
@@ -471,10 +484,17 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from . import records
+    from . import reader, records
     from .api import rerun, results_differ
     from .report.console import console_text
 
+    # the record the rerun is compared with must be readable before anything is recomputed
+    fix = f"rebuild it from the run's store with `robustlab report {args.dir}`, then rerun"
+    if args.dir.is_dir() and (args.dir / "manifest.json").exists():
+        try:
+            reader.read_jsonl(args.dir / "results.jsonl", fix=fix)
+        except FileNotFoundError:
+            raise UserError(f"{args.dir / 'results.jsonl'} is missing: {fix}") from None
     run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
     print(console_text([run.summary["section"]], verbose=args.verbose))
     differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
@@ -497,7 +517,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
               + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
         return 1
-    return _claims_exit(run.claim_dicts, args.strict)
+    return _failed_exit(run.summary["section"], run.out) or _claims_exit(run.claim_dicts, args.strict)
 
 
 def _run_file_record(args: argparse.Namespace) -> dict | None:

@@ -148,7 +148,11 @@ def _check_eps(eps: Any) -> list[float]:
 
 
 def _check_attacks(attacks: Any) -> list[str]:
-    names = [attacks] if isinstance(attacks, str) else list(attacks)
+    try:
+        names = [attacks] if isinstance(attacks, str) else list(attacks)
+    except TypeError:
+        raise UserError(f"attacks={attacks!r} is not allowed: a name or a list of names, of "
+                        f"{', '.join(ATTACKS)}") from None
     if not names:
         raise UserError("attacks=[] is not allowed: name at least one of " + ", ".join(ATTACKS))
     for a in names:
@@ -198,6 +202,11 @@ def _clean_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: in
     with checks.eval_mode(model), torch.no_grad():
         for i in range(0, x.shape[0], batch):
             z = model(x[i:i + batch])
+            if isinstance(z, torch.Tensor) and z.is_floating_point() and not bool(torch.isfinite(z).all()):
+                bad = int((~torch.isfinite(z.reshape(z.shape[0], -1))).any(1).sum()) if z.dim() else 1
+                raise UserError(f"model is not allowed: its outputs are not finite (NaN or inf) on {bad} of the "
+                                f"{z.shape[0] if z.dim() else 1} inputs from {i}; an accuracy of such outputs "
+                                "would mean nothing: check the model and its inputs")
             if i == 0:
                 try:
                     checks.check_labels(z, y[:batch])
@@ -222,9 +231,17 @@ def evaluate(model: nn.Module, x: Any, y: Any, *, threat: str = "linf", eps: flo
     if threat not in THREATS:
         raise UserError(f"threat={threat!r} is not allowed: one of {', '.join(THREATS)}")
     eps_list, names = _check_eps(eps), _check_attacks(attacks)
-    for key, v, lo in (("steps", steps, 1), ("restarts", restarts, 1), ("batch_size", batch_size, 1)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
+    for key, v, lo in (("steps", steps, 1), ("restarts", restarts, 1), ("batch_size", batch_size, 1), ("seed", seed, 0)):
+        if (v is not None or key != "steps") and (isinstance(v, bool) or not isinstance(v, int) or v < lo):
             raise UserError(f"{key}={v!r} is not allowed: an integer >= {lo}")
+    if bounds is not None:
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            raise UserError(f"bounds={bounds!r} is not allowed: (lo, hi) numbers with lo < hi, or None") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise UserError(f"bounds={bounds!r} is not allowed: (lo, hi) finite numbers with lo < hi, or None")
+        bounds = (lo, hi)
     x, y = _check_data(model, x, y, bounds)
     device = _model_device(model)
     x, y = x.to(device), y.to(device)

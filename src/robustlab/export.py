@@ -2,15 +2,18 @@
 
 ``FILE`` holds every result row with its point's config (the columns :func:`robustlab.load`
 gives: each config field, ``seed`` and ``point``, then the study's measured columns), plus
-``study`` and ``run`` (the run directory) so that the rows of several runs, and of a reproduce
-directory — one run per study — sit in one table (fields one study lacks are empty there). Beside it, ``FILE``'s stem + ``.claims.csv`` (or
+``study``, ``run`` (the run directory) and ``complete`` (false for a partial run: killed, with
+failed points, or an emptied store), so that the rows of several runs, and of a reproduce
+directory — one run per study — sit in one table (fields one study lacks are empty there) and a
+partial run's rows are never taken for a whole one. Beside it, ``FILE``'s stem + ``.claims.csv`` (or
 ``.claims.parquet``) holds the claims, one row per claim with its verdict, effect, interval,
 control verdict and excluded count (:func:`robustlab.api.claims_frame`).
 
 Lists and dicts inside a cell (a per-epoch curve, say) are written as JSON text, which both
 formats hold and ``json.loads`` reads back. Parquet needs ``pyarrow`` (``pip install
-'robustlab[parquet]'``). An existing output file is refused unless ``force``; every check runs
-before anything is written.
+'robustlab[parquet]'``). An existing output file is refused unless ``force``; an output inside a run directory is
+refused always (it could replace the run's own records); every check runs before anything is
+written, and each file is written to a safe temporary and renamed into place.
 
 ``--format mlflow`` (``pip install 'robustlab[mlflow]'``) logs each run to MLflow instead, at the
 tracking URI ``--out`` (a folder, or a server's address): one MLflow run per robustlab run, its
@@ -22,6 +25,7 @@ base config and request as parameters, each claim's effect and interval bounds a
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -86,11 +90,15 @@ def tables(src: Sources) -> tuple[pd.DataFrame, pd.DataFrame]:
     for run in _runs_of(src):
         study = records.read_json(run / "manifest.json").get("study")
         df = load(run)
+        complete = df.attrs.get("complete")  # False for a partial run (killed, failed points, emptied)
+        df.insert(0, "complete", complete)
         df.insert(0, "run", str(run))
         df.insert(0, "study", study)
         results.append(df)
-        cl = claims_frame(records.read_json(run / "claims.json")) if (run / "claims.json").is_file() \
+        # whatever stands at claims.json is read (a pipe or damage there is one line, not "no claims")
+        cl = claims_frame(records.read_json(run / "claims.json")) if os.path.lexists(run / "claims.json") \
             else claims_frame([])
+        cl.insert(0, "complete", complete)
         cl.insert(0, "run", str(run))
         cl.insert(0, "study", study)
         claims.append(cl)
@@ -107,6 +115,7 @@ def export(src: Sources, out: str | Path, *, fmt: str = "csv", force: bool = Fal
         export_mlflow(src, tracking_uri=str(out))
         return []
     out = Path(out)
+    check_out_outside_runs(out)
     paths = [out, claims_path(out, fmt)]
     for p in paths:
         if p.exists() and not force:
@@ -124,13 +133,30 @@ def export(src: Sources, out: str | Path, *, fmt: str = "csv", force: bool = Fal
                             "(pip install 'robustlab[parquet]'); --format csv needs nothing") from None
     results, claims = (_json_cells(t) for t in tables(src))
     for table, path in zip((results, claims), paths):
-        tmp = path.with_name(f".{path.name}.tmp")
-        if fmt == "csv":
-            table.to_csv(tmp, index=False)
-        else:
-            table.to_parquet(tmp, index=False)
-        tmp.replace(path)
+        # a safe temporary (unique name, no link followed) renamed into place
+        records.atomic_write_with(path, lambda fh, t=table: _write_table(t, fh, fmt))
     return paths
+
+
+def _write_table(table: pd.DataFrame, fh, fmt: str) -> None:  # noqa: ANN001 - a binary file
+    if fmt == "csv":
+        fh.write(table.to_csv(index=False).encode("utf-8"))
+    else:
+        table.to_parquet(fh, index=False)
+
+
+RUN_RECORDS = ("manifest.json", "reproduce.json", "store.sqlite")
+
+
+def check_out_outside_runs(out: Path) -> None:
+    """``out`` is not inside a run or reproduce directory (one holding manifest.json,
+    reproduce.json or store.sqlite): an export there could replace the run's own records (its
+    store, its results) and is refused, ``force`` or not."""
+    here = Path(out).resolve().parent
+    for d in (here, *here.parents):
+        if any(os.path.lexists(d / n) for n in RUN_RECORDS):
+            raise UserError(f"--out {str(out)!r} is not allowed: it is inside the run directory {str(d)!r} "
+                            "(a run's files are robustlab's records, never an export's); write it elsewhere")
 
 
 def _key(text: str) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,21 @@ class Side:
     claims: dict[str, list[dict[str, Any]]]
     seeds: dict[str, list[int]]
     manifests: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # study -> points planned/done/failed/missing, from its store (None: no store to count)
+    completeness: dict[str, dict[str, Any] | None] = dataclasses.field(default_factory=dict)
+
+    def partial(self, study: str) -> str | None:
+        """``points 104/520 done, 0 failed, 416 not run`` when the study's run is partial, else None."""
+        from ..studies.integrity import completeness_text
+
+        c = self.completeness.get(study)
+        return completeness_text(c) if c and not c["complete"] else None
+
+
+def _completeness(run: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    from ..studies.integrity import store_completeness
+
+    return store_completeness(run, manifest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +118,7 @@ def _outside(effect: Any, interval: Any) -> bool:
 
 def _read_claims(run: Path) -> list[dict[str, Any]]:
     path = run / "claims.json"
-    if not path.is_file():
+    if not os.path.lexists(path):  # whatever stands there is read (a pipe in its place is one line)
         raise UserError(f"dir={str(run)!r} is not allowed: the run has no claims.json "
                         "(unfinished? `robustlab report DIR` rebuilds it)")
     data = records.read_json(path)
@@ -129,14 +145,15 @@ def load_side(path: str | Path) -> Side:
                 seeds[name] = list(manifests[name].get("seeds") or [])
         if not claims:
             raise UserError(f"dir={str(path)!r} is not allowed: the reproduce directory holds no finished study")
-        return Side(path, "reproduce", claims, seeds, manifests)
+        return Side(path, "reproduce", claims, seeds, manifests,
+                    {n: _completeness(path / n, m) for n, m in manifests.items()})
     if (path / "manifest.json").is_file():
         manifest = records.read_json(path / "manifest.json")
         name = manifest.get("study")
         if not name:
             raise UserError(f"dir={str(path)!r} is not allowed: its manifest.json names no study")
         return Side(path, "run", {name: _read_claims(path)}, {name: list(manifest.get("seeds") or [])},
-                    {name: manifest})
+                    {name: manifest}, {name: _completeness(path, manifest)})
     raise UserError(f"dir={str(path)!r} is not allowed: not a robustlab run directory "
                     "(no manifest.json or reproduce.json)")
 
@@ -264,6 +281,10 @@ def compare_text(sa: Side, sb: Side, rows: list[Row], *, width: int = 120) -> st
     for study in dict.fromkeys(r.study for r in rows):
         lines.append(f"   {study}: seeds A {_seeds_text(sa.seeds.get(study, []))}, "
                      f"B {_seeds_text(sb.seeds.get(study, []))}")
+        for tag, side in (("A", sa), ("B", sb)):
+            if side.partial(study):
+                lines.append(f"      PARTIAL: {tag} holds {side.partial(study)}: its verdicts rest on an incomplete "
+                             "grid, and a verdict change may be only that")
         diffs = manifest_differences(sa.manifests.get(study, {}), sb.manifests.get(study, {}))
         if not diffs:
             lines.append("      configuration: the same (preset, base config, grid, seeds, code, device)")
@@ -289,8 +310,11 @@ def compare_text(sa: Side, sb: Side, rows: list[Row], *, width: int = 120) -> st
                 lines += textwrap.wrap(f"{tag}: {text}", width, initial_indent=pad, subsequent_indent=pad + "   ")
     changed = sum(r.changed for r in rows)
     apart = sum(r.apart for r in rows)
+    partial = [f"{tag} ({study})" for study in dict.fromkeys(r.study for r in rows)
+               for tag, side in (("A", sa), ("B", sb)) if side.partial(study)]
     lines.append(f"compared {len(rows)} claims: {changed} verdict change{'s' if changed != 1 else ''}, "
                  f"{apart} with effects outside each other's interval; {n_diff} configuration "
-                 f"difference{'s' if n_diff != 1 else ''}")
+                 f"difference{'s' if n_diff != 1 else ''}"
+                 + (f"; PARTIAL runs: {', '.join(partial)}" if partial else ""))
     return "\n".join(lines)
 

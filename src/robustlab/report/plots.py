@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,8 @@ import pandas as pd
 from cycler import cycler
 from matplotlib import ticker
 from matplotlib.figure import Figure
+
+from .. import records
 
 __all__ = ["plt", "STYLE", "style", "COLORS", "subplots", "label_panels", "log_axes", "mean_band", "theory_line",
            "PowerLawFit", "fit_power_law", "loglog_fit", "save"]
@@ -313,10 +314,9 @@ def save(fig, path: Path) -> None:
     _tidy_log_ticks(fig)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    try:
+    try:  # a safe temporary (unique name, no link followed), renamed into place
         with style():
-            fig.savefig(tmp, bbox_inches="tight", metadata={"Software": None})
+            records.atomic_write_with(path, lambda fh: fig.savefig(fh, format="png", bbox_inches="tight",
+                                                                   metadata={"Software": None}))
     finally:
         plt.close(fig)
-    os.replace(tmp, path)

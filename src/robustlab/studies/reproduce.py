@@ -310,6 +310,13 @@ def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
     """1 when a self-check does not hold (robustlab's own code is wrong: always), or, with
     ``strict``, unless every paper claim is reproduced and every self-check holds; else 0."""
     every = [c for s in sections for c in s.claims]
+    from .integrity import failure_line
+
+    for s in sections:  # no point produced results, or claims()/figures() failed: not a success
+        line = failure_line(s.name, s.claims, s.problems, None)
+        if line:
+            print(line, file=sys.stderr)
+            return 1
     broken = report_html.self_check_failures(every)
     if broken:
         _log.warning("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
