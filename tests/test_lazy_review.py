@@ -124,6 +124,24 @@ def test_eta_delta_probe1_effect_in_the_lazy_nets_none_in_a_flat_rich_control_re
         assert _v(c) == REPRODUCED, (cid, c.control.verdict)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "DEFECT (same estimator): a quantity moving against the theorem (η ∝ d^+½, ‖δ‖/‖x‖ rising) reads "
+    "inconclusive, not contradicted: power_exponent's profile for a falling 1/η reaches the grid edge p -> 0 "
+    "(interval infinite), so the exploratory readings cannot be contradicted from that side"))
+def test_eta_delta_probe2_a_quantity_moving_against_the_theorem_reads_contradicted():
+    df = _df(eta_p=-0.5, b_scale=0.0)
+    for cid in ("eta-scaling", "delta-scaling"):
+        assert _v(exponent_claim(df, cid)) == CONTRADICTED, cid
+
+
+def test_grad_scaling_a_control_left_with_no_rich_network_caps_the_claim():
+    """Rule 2: the rich control's premise (gain >= 2) removes every control network -> not
+    applicable -> the reproduced claim reads inconclusive, "no working control"."""
+    c = exponent_claim(_df(control={"a": 0.5, "grad_gain": 1.5}), "grad-scaling")
+    assert c.control.verdict.verdict == NOT_APPLICABLE and c.verdict_before_control == REPRODUCED
+    assert _v(c) == INCONCLUSIVE and "no working control" in c.decision.reason
+
+
 # --- lazy-attack: c0-more-robust ------------------------------------------------------------
 
 def test_c0_probe3_init_measurements_that_grow_with_c0_pass_the_control():
