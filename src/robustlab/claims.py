@@ -356,15 +356,16 @@ def across(knob: str, verdicts: Mapping[Any, Verdict], *, quantifier: str = ALL,
         table.setdefault(k, f"excluded: {why}")
     record = {knob: table}
     listing = ", ".join(f"{k} → {v}" for k, v in table.items())
-    if not verdicts:
+    if not verdicts and not outside:
         return stats.Verdict(stats.INCONCLUSIVE, reason=f"no value of {knob} could be judged"), record
     usable = {str(k): v for k, v in verdicts.items()
               if str(k) not in outside and v.verdict != stats.NOT_APPLICABLE}
     if not usable:
         named = "; ".join(f"{knob} = {k}: {why}" for k, why in outside.items())
-        first = next(iter(verdicts.values()))
+        first = next(iter(verdicts.values()), None)  # every value may be outside: none was judged
         reason = "; ".join(x for x in (f"no value of {knob} is in the claim's regime", named,
-                                        first.reason if first.verdict == stats.NOT_APPLICABLE else "") if x)
+                                        first.reason if first is not None and first.verdict == stats.NOT_APPLICABLE
+                                        else "") if x)
         return stats.not_applicable(reason), record
     by = {v: {k: x for k, x in usable.items() if x.verdict == v} for v in stats.VERDICTS}
     word = "every" if quantifier == ALL else "some"
