@@ -110,7 +110,8 @@ def test_tiny_lazy_adversarial_run_end_to_end(tmp_path):
     got = json.loads((out / "claims.json").read_text())
     assert {c["id"] for c in got} == {"eps-sharp-drop", "eps-threshold", "radius-low", "radius-high",
                                       "radius-transition", "eps-half-lazy-vs-control"}
-    assert all(c["kind"] == ("exploratory" if c["id"] == "eps-half-lazy-vs-control" else "claim")
+    assert all(c["kind"] == ("exploratory" if c["id"] in ("eps-half-lazy-vs-control", "radius-low", "radius-high")
+                              else "claim")
                and "excluded" in c for c in got)
 
 
