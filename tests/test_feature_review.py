@@ -35,6 +35,7 @@ from test_feature_claims import (
 from robustlab import claims as cl
 from robustlab.studies.feature_learning import images
 from robustlab.studies.feature_learning.claims import claim_a2b, claim_a2e, claim_a2f
+from robustlab.studies.feature_learning.common import PHASE2
 from robustlab.studies.feature_learning.dynamics import claim_phase2_reached, claim_two_phases
 from robustlab.studies.feature_learning.images import claim_images
 
@@ -231,3 +232,22 @@ def test_phase2_is_dropped_only_from_controls_on_standard_training():
     assert not PREMISES[PHASE2].mask(std).any()
     one = df_of([final(method="gradient_step", experiment="main", **NO_PHASE2)])
     assert not PREMISES[PHASE2].mask(one).any()
+
+
+# -- the phase-2 premise's final-loss half: a premise that can remove the failing side (A3a) -------------------
+
+
+def test_a3a_plateau_runs_leave_through_the_premise_and_the_variant_says_so():
+    # 12 runs saturate and cross (phase 2 met); 12 saturate the same way but stay on the log k plateau and never
+    # cross: the final-loss half of phase-2 (loss_adv <= 0.1·log k) removes exactly the runs that fail the rule.
+    # The verdict reads reproduced on the survivors; the variant without phase-2 carries the contradiction.
+    plateau = [final(experiment="eta", method="gradient_step", eta_tilde=eta, seed=20 + s, cross_step=None,
+                     b_peak_step=10, clip_frac_v_before_cross=0.8, clip_frac_v_phase1=0.8, saturation_step=5.0,
+                     **{**PHASE2_COLS, "loss_adv": 0.69}, point=f"plateau-{eta}-{s}")
+               for eta in (5.0, 15.0, 60.0, 500.0) for s in range(3)]
+    df = pd.concat([eta_rows(lambda eta: 3000.0 / eta), df_of(plateau)], ignore_index=True)
+    a, _ = claim_two_phases(df)
+    assert a.decision.verdict == R
+    assert {e["premise"]: e["excluded"] for e in a.to_dict()["excluded"]}[PHASE2] == 12
+    (_, variant), = a.variants.items()
+    assert variant.verdict == C
