@@ -251,3 +251,25 @@ def test_a3a_plateau_runs_leave_through_the_premise_and_the_variant_says_so():
     assert {e["premise"]: e["excluded"] for e in a.to_dict()["excluded"]}[PHASE2] == 12
     (_, variant), = a.variants.items()
     assert variant.verdict == C
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "DEFECT (A3b): a saturated run that never crosses within the horizon is a censored crossing time (T > the "
+    "horizon), but premise two-phases drops it. At the largest η̃, where the law predicts the earliest crossing "
+    "(3000/500 = 6 steps), every saturated run failing to cross is evidence against T ∝ 1/η̃; the claim still "
+    "reads reproduced on the runs that remain (the exclusion is only counted). Needs censoring in the rule "
+    "(e.g. a non-crossing run at its horizon as a lower bound), not a small fix."))
+def test_a3b_runs_that_never_cross_at_the_largest_eta_are_not_dropped():
+    etas = (1.5, 5.0, 15.0, 60.0, 150.0, 500.0)  # saturated and unsaturated runs at every η̃ (a working control)
+    df = eta_rows(lambda eta: 3000.0 / eta, etas=etas, unsat_law=lambda eta: 5.0 * eta)
+    df.loc[(df["eta_tilde"] == 500.0) & (df["clip_frac_v_max"] > 0.5), "cross_step"] = None
+    _, b = claim_two_phases(df)
+    assert b.control.verdict.verdict == C
+    assert b.decision.verdict != R
+
+
+def test_a3b_with_interleaved_populations_reads_reproduced_beside_a_working_control():
+    # the design the xfail above asks for: saturated and unsaturated runs at the same η̃ over >= 2 decades
+    etas = (1.5, 5.0, 15.0, 60.0, 150.0, 500.0)
+    _, b = claim_two_phases(eta_rows(lambda eta: 3000.0 / eta, etas=etas, unsat_law=lambda eta: 5.0 * eta))
+    assert b.decision.verdict == R and b.control.verdict.verdict == C
