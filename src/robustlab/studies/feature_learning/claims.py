@@ -324,7 +324,8 @@ def claim_a2b(df: pd.DataFrame) -> Claim:
     pts = _main(df, "gradient_step")
     kept = cl.apply_premises(pts, [PREMISES[p] for p in _SPEC[c.id].premises])[0] if len(pts) else pts
     if len(kept):
-        return dataclasses.replace(c, across=_a2b_by_ratio(kept)[1])
+        # from the raw verdict: replacing the capped one would lose verdict_before_control (and re-cap it)
+        return dataclasses.replace(c, verdict=c.raw_verdict, across=_a2b_by_ratio(kept)[1])
     return c
 
 

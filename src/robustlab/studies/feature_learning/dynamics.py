@@ -131,7 +131,8 @@ def claim_two_phases(df: pd.DataFrame) -> list[Claim]:
     fin = fin.assign(regime=regime(fin))
     spec_a, spec_b = _SPEC[ids[0]], _SPEC[ids[1]]
     std = rows(df, "final", experiment="main", method="standard")
-    va, ca, exc_a, _ = judge_pair(spec_a, _rule_phases, fin, std, control_premises=("small-weights",))
+    # the control keeps the claim's premises a standard run can meet (not active, not phase-2: no perturbation)
+    va, ca, exc_a, _ = judge_pair(spec_a, _rule_phases, fin, std, control_premises=("assumption-2.3", "small-weights"))
     # the control population: the same sweep's two-phase runs that never saturate
     unsat_premises = tuple(p for p in spec_b.premises if p not in ("saturated", PHASE2))
     unsat = cl.apply_premises(fin, [PREMISES[p] for p in unsat_premises])[0]
