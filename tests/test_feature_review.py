@@ -73,7 +73,8 @@ def test_a2b_control_only_outside_the_regime_caps_the_claim():
 # -- A2f: robustness by radius, its ε = 0 control ----------------------------------------------------------
 
 
-def test_a2f_without_the_eps_zero_runs_the_control_is_missing_and_caps_it():
+def test_a2f_with_too_few_standard_pairs_the_control_is_not_applicable_and_caps_it():
+    # 3 standard seeds make 1 placebo pair: too few for the rule (2 pairs at least)
     c = claim_a2f(df_of([adv_final(s) for s in range(3)] + [std_final(s) for s in range(3)]))
     assert c.control.verdict.verdict == NA and c.decision.verdict == I
     assert cl.NO_WORKING_CONTROL in c.decision.reason
@@ -102,14 +103,9 @@ def _realisable_a2f(std_level, std_sd, seeds=8):
     return df_of(adv + std + zero)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT (A2f): its control fails by construction. The ε = 0 runs are standard training bit for bit, so "
-    "their gain over the standard run of the same seed is 0 with a zero-width interval for every run the "
-    "study can produce: the control reads contradicted 0 [0, 0] whatever the measurements, and only proves "
-    "GAIN_MIN > 0. Its planted probe (a gain in the ε = 0 rows) plants data run.py cannot produce. A placebo "
-    "with real run-to-run variation (disjoint pairs of standard seeds, as A6; or inactive one-step runs) "
-    "would be a control that could pass."))
 def test_a2f_control_verdict_depends_on_the_runs():
+    # fixed after this review: A2f's control is now disjoint pairs of standard seeds (a placebo with
+    # real seed-to-seed variation), no longer the ε = 0 runs (0 [0, 0] by construction)
     seen = set()
     for level, sd in ((0.47, 0.05), (0.47, 0.2), (0.5, 0.45)):  # quiet ... very noisy seeds
         ctl = claim_a2f(_realisable_a2f(level, sd)).control.verdict
@@ -132,11 +128,13 @@ def test_a2f_the_existential_decides_at_the_quick_numbers():
 
     adv = [adv_final(s, span_v_acc_r50=0.916 + jit(s) / 3, span_v_acc_r75=0.423 + jit(s),
                      span_v_acc_r100=0.09 + jit(s)) for s in range(16)]
-    std = [std_final(s, span_v_acc_r50=0.469 + jit(s + 1), span_v_acc_r75=0.0, span_v_acc_r100=0.0)
+    # the standard seeds vary independently (sd 0.05): the placebo pairs (A2f's control) then read no
+    # gain, as on the recorded quick runs (−0.030 and +0.001 over 8 pairs); a deterministic pattern
+    # here would plant one, and at sd 0.1 eight pairs leave the placebo undecided (the claim capped)
+    noise = np.random.default_rng(0).normal(0, 0.05, 16)
+    std = [std_final(s, span_v_acc_r50=0.469 + noise[s], span_v_acc_r75=0.0, span_v_acc_r100=0.0)
            for s in range(16)]
-    zero = [zero_eps(s, span_v_acc_r50=0.469 + jit(s + 1), span_v_acc_r75=0.0, span_v_acc_r100=0.0)
-            for s in range(16)]
-    c = claim_a2f(df_of(adv + std + zero))
+    c = claim_a2f(df_of(adv + std))
     assert c.decision.verdict == R and c.across["radius/ε"]["1.0"] != R
 
 
