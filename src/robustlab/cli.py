@@ -577,7 +577,7 @@ def _floats(text: str, flag: str) -> list[float]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate, load_data, load_model
+    from .evaluation import evaluate, load_data, load_model
     from .utils import resolve_device
 
     device = resolve_device(args.device)
