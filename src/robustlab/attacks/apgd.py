@@ -38,7 +38,7 @@ from .base import Attack, Bounds, gradient_fn
 from .losses import cross_entropy
 from .threat import Linf, per_sample_norm
 
-__all__ = ["APGD", "dlr_loss", "checkpoints"]
+__all__ = ["APGD", "dlr_loss", "checkpoints", "worst_restart"]
 
 
 def dlr_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -110,26 +110,34 @@ class APGD(Attack):
     def run(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, bounds: Bounds,
             generator: torch.Generator | None = None, **kw) -> torch.Tensor:
         R, N = self.restarts, x.shape[0]
-        ones = [1] * (x.ndim - 1)
         x0 = x.repeat_interleave(R, dim=0) if R > 1 else x  # (M, ...), row n·R + r
         y0 = y.repeat_interleave(R, dim=0) if R > 1 else y
+        result, fooled, loss_best = self.run_rows(model, x0, y0, APGD_LOSSES[self.loss], bounds, generator)
+        return worst_restart(result, fooled, loss_best, N, R)
+
+    def run_rows(self, model: nn.Module, x0: torch.Tensor, y0: torch.Tensor, loss_fn, bounds: Bounds,
+                 generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One APGD run per row of ``x0`` ascending ``loss_fn(out, y0) -> (M,)``: per row the
+        returned point (a misclassified iterate where one was found, else the highest-loss one),
+        whether it was misclassified ``(M,)``, and the highest loss ``(M,)``."""
+        ones = [1] * (x0.ndim - 1)
         M = x0.shape[0]
 
         def project(z: torch.Tensor) -> torch.Tensor:
             z = self.threat.project(x0, z)
             return z.clamp_(bounds[0], bounds[1]) if bounds is not None else z
 
-        grad_fn = gradient_fn(model, APGD_LOSSES[self.loss])
+        grad_fn = gradient_fn(model, loss_fn)
         x_adv = project(self._start(x0, generator))
         out, loss, g, ok = grad_fn(x_adv, y0, check=True)
         fooled = ~ok  # (M,) a misclassified iterate was found
         x_fooled = x_adv.clone()  # the last misclassified iterate (the start until one is found)
         x_best, g_best, loss_best = x_adv.clone(), g.clone(), loss.clone()  # highest loss so far
-        step = torch.full((M, *ones), 2.0 * self.eps, dtype=x.dtype, device=x.device)
+        step = torch.full((M, *ones), 2.0 * self.eps, dtype=x0.dtype, device=x0.device)
         x_prev = x_adv.clone()
-        rises = torch.zeros(M, dtype=torch.long, device=x.device)  # steps since the checkpoint that raised the loss
+        rises = torch.zeros(M, dtype=torch.long, device=x0.device)  # steps since the checkpoint that raised the loss
         loss_prev = loss.clone()
-        loss_at_check, reduced_at_check = loss_best.clone(), torch.ones(M, dtype=torch.bool, device=x.device)
+        loss_at_check, reduced_at_check = loss_best.clone(), torch.ones(M, dtype=torch.bool, device=x0.device)
         marks, since = set(checkpoints(self.steps)), 0
         for i in range(self.steps):
             a = self.momentum if i > 0 else 1.0
@@ -154,11 +162,14 @@ class APGD(Attack):
                     x_adv[halve], g[halve] = x_best[halve], g_best[halve]
                 rises.zero_()
                 since = 0
-        result = torch.where(fooled.view(-1, *ones), x_fooled, x_best)
-        if R == 1:
-            return result
-        # the worst restart per sample: a misclassified one, else the highest loss
-        key = torch.where(fooled, torch.full_like(loss_best, math.inf), loss_best).view(N, R)
-        idx = key.nan_to_num(nan=-math.inf).argmax(1)
-        return result.view(N, R, *x.shape[1:])[torch.arange(N, device=x.device), idx]
+        return torch.where(fooled.view(-1, *ones), x_fooled, x_best), fooled, loss_best
 
+
+def worst_restart(result: torch.Tensor, fooled: torch.Tensor, loss_best: torch.Tensor, N: int, R: int) -> torch.Tensor:
+    """Per sample, of its ``R`` rows (point-major ``n·R + r``): a misclassified one, else the
+    highest loss."""
+    if R == 1:
+        return result
+    key = torch.where(fooled, torch.full_like(loss_best, math.inf), loss_best).view(N, R)
+    idx = key.nan_to_num(nan=-math.inf).argmax(1)
+    return result.view(N, R, *result.shape[1:])[torch.arange(N, device=result.device), idx]
