@@ -150,3 +150,23 @@ def test_fab_t_adapter_maps_other_boxes(cnn):
                                                               generator=torch.Generator().manual_seed(0))
     assert (b - (2 * x - 1)).abs().max() <= 0.2 + 1e-6 and b.min() >= -1 and b.max() <= 1
     assert abs(robust(shifted, b, y) - robust(net, a, y)) <= 2
+
+
+def test_dlr_losses_closed_form_gradients_match_autograd_in_float64():
+    """The logit gradients APGD and APGD-T use without autograd, against autograd of the losses."""
+    from robustlab.attacks.apgd_t import _Targeted
+    from robustlab.attacks.losses import closed_form, dlr_loss
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(64, 10, generator=g, dtype=torch.float64) * 3
+    y = torch.randint(0, 10, (64,), generator=g)
+    y[:8] = z[:8].argmax(1)  # some correctly classified rows
+    t = (z.argsort(1, descending=True)[:, 1] + torch.randint(0, 2, (64,), generator=g)) % 10
+    for fn in (dlr_loss, _Targeted(t)):
+        zz = z.clone().requires_grad_(True)
+        value = fn(zz, y)
+        (ref,) = torch.autograd.grad(value.sum(), zz)
+        v, dz, ok = closed_form(fn)(z, y, True)
+        assert torch.allclose(v, value.detach(), rtol=1e-12, atol=1e-12)
+        assert torch.allclose(dz, ref, rtol=1e-10, atol=1e-12)
+        assert torch.equal(ok, z.argmax(1) == y)

@@ -35,21 +35,10 @@ from torch import nn
 
 from ..config import ConfigError
 from .base import Attack, Bounds, gradient_fn
-from .losses import cross_entropy
+from .losses import cross_entropy, dlr_loss
 from .threat import Linf, per_sample_norm
 
 __all__ = ["APGD", "dlr_loss", "checkpoints", "worst_restart"]
-
-
-def dlr_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Difference of logits ratio per sample ``(N,)``: ``−(z_y − max_{i≠y} z_i) / (z_π1 − z_π3 + 1e−12)``
-    (APGD paper, eq. 5); ``out`` is ``(N, k)`` logits with ``k >= 3``."""
-    if out.ndim != 2 or out.shape[1] < 3:
-        raise ValueError(f"the DLR loss needs logits of shape (N, k) with k >= 3 classes, got {tuple(out.shape)}")
-    top, _ = out.sort(dim=1, descending=True)
-    zy = out.gather(1, y.view(-1, 1)).squeeze(1)
-    other = torch.where(top[:, 0] == zy, top[:, 1], top[:, 0])  # max over i != y (ties: the same value)
-    return -(zy - other) / (top[:, 0] - top[:, 2] + 1e-12)
 
 
 APGD_LOSSES = {"ce": cross_entropy, "dlr": dlr_loss}
