@@ -16,6 +16,7 @@ robustlab / torchattacks of the medians (< 1: robustlab is faster).
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import statistics
 import time
@@ -81,7 +82,9 @@ def torchattacks_evaluate(net, x, y, eps: float) -> int:
 
 
 def robustlab_evaluate(net, x, y, eps: float) -> int:
-    ev = robustlab.evaluate(net, x, y, eps=eps, attacks=["apgd-ce", "apgd-dlr"], progress=False)
+    # progress=False where the version has it (this script also times older checkouts)
+    kw = {"progress": False} if "progress" in inspect.signature(robustlab.evaluate).parameters else {}
+    ev = robustlab.evaluate(net, x, y, eps=eps, attacks=["apgd-ce", "apgd-dlr"], **kw)
     return int(ev.table["n_correct"].iloc[-1])
 
 

@@ -96,6 +96,22 @@ class APGD(Attack):
         scale = self.eps / n.clamp_min(torch.finfo(x.dtype).tiny)
         return x + t * scale.view(-1, *[1] * (x.ndim - 1))
 
+    def _projection(self, x0: torch.Tensor, bounds: Bounds):
+        """``z ↦`` its projection onto the ball around ``x0`` ∩ the box, in ``z``'s memory (ℓ∞:
+        one clamp between the precomputed ``max(x0 − ε, lo)`` and ``min(x0 + ε, hi)``)."""
+        if isinstance(self.threat, Linf):
+            lo_t, hi_t = x0 - self.eps, x0 + self.eps
+            if bounds is not None:
+                lo_t.clamp_(min=bounds[0])
+                hi_t.clamp_(max=bounds[1])
+            return lambda z: z.clamp_(lo_t, hi_t)
+
+        def project(z: torch.Tensor) -> torch.Tensor:
+            z = self.threat.project(x0, z)
+            return z.clamp_(bounds[0], bounds[1]) if bounds is not None else z
+
+        return project
+
     def run(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, bounds: Bounds,
             generator: torch.Generator | None = None, **kw) -> torch.Tensor:
         R, N = self.restarts, x.shape[0]
@@ -111,11 +127,7 @@ class APGD(Attack):
         whether it was misclassified ``(M,)``, and the highest loss ``(M,)``."""
         ones = [1] * (x0.ndim - 1)
         M = x0.shape[0]
-
-        def project(z: torch.Tensor) -> torch.Tensor:
-            z = self.threat.project(x0, z)
-            return z.clamp_(bounds[0], bounds[1]) if bounds is not None else z
-
+        project = self._projection(x0, bounds)
         grad_fn = gradient_fn(model, loss_fn)
         x_adv = project(self._start(x0, generator))
         out, loss, g, ok = grad_fn(x_adv, y0, check=True)
@@ -123,25 +135,28 @@ class APGD(Attack):
         x_fooled = x_adv.clone()  # the last misclassified iterate (the start until one is found)
         x_best, g_best, loss_best = x_adv.clone(), g.clone(), loss.clone()  # highest loss so far
         step = torch.full((M, *ones), 2.0 * self.eps, dtype=x0.dtype, device=x0.device)
-        x_prev = x_adv.clone()
+        x_prev = x_adv
         rises = torch.zeros(M, dtype=torch.long, device=x0.device)  # steps since the checkpoint that raised the loss
-        loss_prev = loss.clone()
+        loss_prev = loss
         loss_at_check, reduced_at_check = loss_best.clone(), torch.ones(M, dtype=torch.bool, device=x0.device)
         marks, since = set(checkpoints(self.steps)), 0
+        # the loop is the attack's whole cost besides the model: one fused clamp per projection
+        # and torch.where instead of boolean-mask assignment (each of those is three kernels)
         for i in range(self.steps):
-            a = self.momentum if i > 0 else 1.0
             with torch.no_grad():
-                z = project(x_adv + step * self.threat.steepest(g))
-                x_next = project(x_adv + a * (z - x_adv) + (1 - a) * (x_adv - x_prev))
-            x_prev, x_adv = x_adv, x_next
+                z = project(torch.addcmul(x_adv, step, self.threat.steepest(g)))
+                if i > 0:  # x + α(z − x) + (1 − α)(x − x_prev); α = 1 on the first step
+                    z = project(torch.lerp(x_adv, z, self.momentum).add_(x_adv - x_prev, alpha=1 - self.momentum))
+            x_prev, x_adv = x_adv, z
             out, loss, g, ok = grad_fn(x_adv, y0)
-            fooled_now = ~ok
-            x_fooled[fooled_now] = x_adv[fooled_now]
-            fooled |= fooled_now
+            x_fooled = torch.where(ok.view(-1, *ones), x_fooled, x_adv)
+            fooled |= ~ok
             rises += loss > loss_prev
             loss_prev = loss
             up = loss > loss_best
-            x_best[up], g_best[up], loss_best[up] = x_adv[up], g[up], loss[up]
+            upv = up.view(-1, *ones)
+            x_best, g_best, loss_best = (torch.where(upv, x_adv, x_best), torch.where(upv, g, g_best),
+                                         torch.where(up, loss, loss_best))
             since += 1
             if i in marks:  # condition 1 (too few rises) or 2 (no reduction and no progress)
                 halve = (rises <= self.rho * since) | (~reduced_at_check & (loss_at_check >= loss_best))
