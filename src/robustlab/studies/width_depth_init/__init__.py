@@ -54,6 +54,7 @@ from .analysis import (
     view,
 )
 from .claims import (
+    POPULATIONS,
     SPECS,
     claim_depth_at_init,
     claim_depth_trained,
@@ -143,5 +144,6 @@ STUDY = Study(
     cost=point_flops,
     probe=probe_point,
     claim_specs=SPECS,
+    populations=POPULATIONS,
     premises=PREMISES,
 )
