@@ -170,3 +170,22 @@ def test_dlr_losses_closed_form_gradients_match_autograd_in_float64():
         assert torch.allclose(v, value.detach(), rtol=1e-12, atol=1e-12)
         assert torch.allclose(dz, ref, rtol=1e-10, atol=1e-12)
         assert torch.equal(ok, z.argmax(1) == y)
+
+
+def test_suite_without_torchattacks_and_given_attacks(cnn, monkeypatch):
+    """fab-t (and so the autoattack suite) needs torchattacks: without it, one line saying so,
+    before any attack runs; a robustlab Attack is re-budgeted per ε, and must match the threat."""
+    from robustlab.attacks import APGD, L2
+    from robustlab.evaluation import suite
+
+    net, x, y = cnn
+    monkeypatch.setattr(suite, "torchattacks_version", lambda: None)
+    for attacks in ("autoattack", ["apgd-ce", "fab-t"]):
+        with pytest.raises(robustlab.UserError, match="torchattacks is not installed"):
+            robustlab.evaluate(net, x[:5], y[:5], eps=0.1, attacks=attacks)
+    ev = robustlab.evaluate(net, x[:30], y[:30], eps=[0.0, 0.2], attacks=[APGD(Linf(0.05), steps=5)])
+    t = ev.table.set_index(["eps", "attack"])
+    assert t.loc[(0.0, "APGD"), "n_correct"] == t.loc[(0.0, "clean"), "n_correct"]  # ε = 0: nothing moves
+    assert t.loc[(0.2, "APGD"), "n_correct"] < t.loc[(0.0, "APGD"), "n_correct"]
+    with pytest.raises(robustlab.UserError, match="threat"):
+        robustlab.evaluate(net, x[:5], y[:5], eps=0.1, attacks=[APGD(L2(0.5))])
