@@ -189,3 +189,12 @@ def test_suite_without_torchattacks_and_given_attacks(cnn, monkeypatch):
     assert t.loc[(0.2, "APGD"), "n_correct"] < t.loc[(0.0, "APGD"), "n_correct"]
     with pytest.raises(robustlab.UserError, match="threat"):
         robustlab.evaluate(net, x[:5], y[:5], eps=0.1, attacks=[APGD(L2(0.5))])
+
+
+def test_square_on_flat_inputs_is_a_one_line_error():
+    torch.manual_seed(0)
+    net = nn.Linear(64, 10)
+    x = torch.rand(8, 64, generator=torch.Generator().manual_seed(0))
+    y = net(x).argmax(1).detach()  # every sample correct clean, so Square is asked to run
+    with pytest.raises(robustlab.UserError, match="square.*images"):
+        robustlab.evaluate(net, x, y, eps=0.1, attacks=["square"])

@@ -341,7 +341,10 @@ def _attack_all(model, entry: Entry, eps: float, k: int, x, y, todo: torch.Tenso
     for i in range(0, len(idx), batch_size):
         rows = idx[i:i + batch_size]
         xb, yb = x[rows], y[rows]
-        x_adv = attack(model, xb, yb, bounds=bounds, generator=gen, **kw)
+        try:
+            x_adv = attack(model, xb, yb, bounds=bounds, generator=gen, **kw)
+        except ValueError as exc:  # an attack that cannot take this model or input (Square: images only)
+            raise UserError(f"attack={entry.name!r} is not allowed here: {exc}") from None
         with checks.eval_mode(model), torch.no_grad():
             ok[rows.cpu()] = correct(model(x_adv), yb).cpu()
         bar.update(len(rows))
