@@ -257,7 +257,8 @@ def evaluate(
               projected onto the ball and clamped to the box, and rows that needed it are counted in
               ``n_projected``.
         bounds: the input box ``(lo, hi)``; inputs outside it are refused. ``None``: unbounded.
-        steps, restarts: override the gradient attacks' steps and random restarts.
+        steps, restarts: override the gradient attacks' steps (Square keeps its queries) and every
+            iterative attack's random restarts.
         batch_size: samples per attack call.
         seed: every random choice comes from a generator seeded from ``seed``, the attack and ε:
             the same call gives the same numbers (on CPU) and adding an attack moves no other.
