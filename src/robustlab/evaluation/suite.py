@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attacks import APGD, FGSM, L2, PGD, Attack, Linf
+from ..attacks import APGD, APGDT, FGSM, L2, PGD, Attack, Linf, Square
 from ..attacks.base import Bounds
 from ..attacks.threat import per_sample_norm
 from ..config import UserError
@@ -174,14 +174,10 @@ def _build_named(name: str, threat: str, steps: int | None, restarts: int) -> En
         return Entry(name, f"robustlab APGD, {n} steps",
                      lambda e, k: APGD(ball(e), steps=n, restarts=restarts, loss=name.split("-")[1]))
     if name == "apgd-t":
-        from ..attacks import APGDT
-
         n = steps or 100
-        return Entry(name, f"robustlab APGD-T, {n} steps x 9 targets",
+        return Entry(name, f"robustlab APGD-T, {n} steps x up to 9 targets",
                      lambda e, k: APGDT(ball(e), steps=n, restarts=restarts, targets=min(9, k - 1)))
     if name == "square":
-        from ..attacks import Square
-
         if threat != "linf":
             raise UserError("attack='square' is not allowed with threat='l2': robustlab's Square is the ℓ∞ attack")
         return Entry(name, "robustlab Square, 5000 queries", lambda e, k: Square(ball(e), queries=5000,
@@ -192,7 +188,7 @@ def _build_named(name: str, threat: str, steps: int | None, restarts: int) -> En
         raise UserError(f"attack={name!r} is not allowed: robustlab has no implementation of its own yet and "
                         "torchattacks is not installed (pip install torchattacks)")
     n = steps or 100
-    return Entry(name, f"torchattacks {version} {ADAPTED[name]} (adapter), {n} steps x 9 targets",
+    return Entry(name, f"torchattacks {version} {ADAPTED[name]} (adapter), {n} steps x every other class as target",
                  lambda e, k: TorchattacksAttack(ball(e), cls=ADAPTED[name], options=(
                      ("steps", n), ("n_restarts", restarts), ("multi_targeted", True), ("n_classes", k))))
 
