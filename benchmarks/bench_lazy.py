@@ -32,8 +32,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import torch  # noqa: E402
 
 from robustlab.studies import get_study  # noqa: E402
-from robustlab.studies._lazy_common import build_model, load_data, radius_of  # noqa: E402
 from robustlab.studies.base import plan  # noqa: E402
+from robustlab.studies.lazy.common import build_model, load_data, radius_of  # noqa: E402
 from robustlab.sweep.runner import group_points  # noqa: E402
 from robustlab.train.lazy import train_lazy_sgd  # noqa: E402
 from robustlab.utils import make_generator  # noqa: E402

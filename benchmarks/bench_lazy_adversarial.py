@@ -29,8 +29,8 @@ from robustlab.attacks import L2, PGD  # noqa: E402
 from robustlab.models import TwoLayerReLU, project_to_ball  # noqa: E402
 from robustlab.models.ensemble import Flat, fold, unfold  # noqa: E402
 from robustlab.studies import get_study  # noqa: E402
-from robustlab.studies._lazy_common import build_model, input_bounds, load_data, radius_of  # noqa: E402
 from robustlab.studies.base import plan  # noqa: E402
+from robustlab.studies.lazy.common import build_model, input_bounds, load_data, radius_of  # noqa: E402
 from robustlab.sweep.runner import group_points  # noqa: E402
 from robustlab.train.lazy import logistic_loss, train_lazy_adversarial  # noqa: E402
 from robustlab.utils import make_generator  # noqa: E402

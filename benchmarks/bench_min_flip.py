@@ -30,8 +30,8 @@ from _timing import best_times  # noqa: E402
 import robustlab.attacks.min_flip as mf  # noqa: E402
 from robustlab.models import Flat, fold  # noqa: E402
 from robustlab.studies import get_study  # noqa: E402
-from robustlab.studies._lazy_common import start_point  # noqa: E402
 from robustlab.studies.base import plan  # noqa: E402
+from robustlab.studies.lazy.common import start_point  # noqa: E402
 from robustlab.sweep.runner import group_points  # noqa: E402
 
 

@@ -251,3 +251,22 @@ def test_rerun_names_a_different_cpu(tmp_path):
     assert r.returncode == 0, r.stderr
     note = [line for line in r.stdout.splitlines() if line.startswith("note: recorded on Another CPU")]
     assert len(note) == 1 and f"re-run on {host['cpu']} ({host['cpu_capability']} kernels)" in note[0]
+
+
+def test_rerun_names_a_study_file_that_changed(tmp_path):
+    """A run of a study file records the file's sha256; a rerun after the file was edited says
+    so on its result line (and as a warning before it runs), whether or not the results moved."""
+    f = tmp_path / "file_smoke.py"
+    f.write_text("import dataclasses\nfrom robustlab.studies.smoke import STUDY as SMOKE\n\n"
+                 "STUDY = dataclasses.replace(SMOKE, name='file-smoke')\n")
+    a = tmp_path / "a"
+    assert main(["run", str(f), "--set", "epochs=3", "--seeds", "1", "--out", str(a), "--quiet", "--workers", "1"]) == 0
+    r = cli("rerun", a, "--out", tmp_path / "b", "--quiet", "--workers", "1")
+    assert r.returncode == 0 and "byte-identical to the original" in r.stdout and "changed since" not in r.stdout + r.stderr
+    f.write_text(f.read_text() + "# edited after the run\n")
+    r = cli("rerun", a, "--out", tmp_path / "c", "--quiet", "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("rerun of "))
+    assert f"(the study file {f.resolve()} changed since the run (sha256 " in line
+    assert "robustlab: warning: the study file" in r.stderr
+    assert robustlab.api.study_file_change(json.loads((a / "manifest.json").read_text())).startswith("the study file")

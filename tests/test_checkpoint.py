@@ -39,9 +39,10 @@ def test_a_saved_state_reads_back_only_for_its_own_points(tmp_path):
     ck.save(state, progress="he depth 8 width 4096 epoch 3/50")
     (tmp_path / "junk.json").write_text("{not json")
     assert checkpoint.progress_of(tmp_path) == ["he depth 8 width 4096 epoch 3/50"]  # the junk skipped
-    ck._tmp.write_bytes(b"a save killed half-way")
+    left = ck.path.with_name(f".{ck.path.name}.0123456789abcdef.tmp")  # a save killed half-way
+    left.write_bytes(b"a save killed half-way")
     ck.clear()
-    assert not ck.path.exists() and not ck._tmp.exists() and not ck._note.exists()
+    assert not ck.path.exists() and not left.exists() and not ck._note.exists()
     assert checkpoint.progress_of(tmp_path) == [] and checkpoint.progress_of(tmp_path / "none") == []
 
 

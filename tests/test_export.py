@@ -101,3 +101,75 @@ def test_the_example_notebook_is_clean_and_runs_what_it_says():
     for needed in ("robustlab.run(", "run.results", "robustlab.runs(", "robustlab.compare(", "robustlab.evaluate(",
                    "ev.figure(", "export("):
         assert needed in code, needed
+
+
+def test_several_runs_export_into_one_table(smoke_run, tmp_path):
+    """Two runs (the same study at other settings here; any studies do) in one CSV: their rows
+    one after the other, each with its run; the claims of both beside."""
+    other = tmp_path / "other"
+    assert main(["run", "smoke", "--set", "epochs=3", "--out", str(other), "--quiet", "--workers", "1"]) == 0
+    assert main(["export", str(smoke_run), str(other), "--out", str(tmp_path / "both.csv")]) == 0
+    df = pd.read_csv(tmp_path / "both.csv")
+    n_other = len(robustlab.load(other))
+    assert len(df) == 16 + n_other and list(dict.fromkeys(df["run"])) == [str(smoke_run), str(other)]
+    assert sorted(set(df["epochs"])) == [3, 4]
+    claims = pd.read_csv(tmp_path / "both.claims.csv")
+    assert list(claims["run"].value_counts().sort_index()) == [2, 2]
+    pytest.importorskip("pyarrow")
+    export([smoke_run, other], tmp_path / "both.parquet", fmt="parquet")
+    assert len(pd.read_parquet(tmp_path / "both.parquet")) == len(df)
+
+
+class _FakeMlflow:
+    """Records what export_mlflow asks of MLflow (the real one may be absent)."""
+
+    def __init__(self):
+        self.calls, self.runs = [], []
+
+    def __getattr__(self, name):
+        return lambda *a, **k: self.calls.append((name, a, k))
+
+    def start_run(self, run_name=None):
+        import contextlib
+        import types
+
+        fake = self
+        run = {"name": run_name, "params": {}, "metrics": {}, "tags": {}, "artifacts": []}
+        self.runs.append(run)
+        fake.log_params = lambda p: run["params"].update(p)
+        fake.log_metrics = lambda m: run["metrics"].update(m)
+        fake.set_tags = lambda t: run["tags"].update(t)
+        fake.log_artifact = lambda path: run["artifacts"].append(Path(path).name)
+        return contextlib.nullcontext(types.SimpleNamespace(info=types.SimpleNamespace(run_id=f"id{len(self.runs)}")))
+
+
+def test_mlflow_export_logs_params_claim_metrics_and_the_report(smoke_run, monkeypatch):
+    from robustlab.export import export_mlflow
+
+    fake = _FakeMlflow()
+    monkeypatch.setitem(sys.modules, "mlflow", fake)
+    assert export_mlflow([smoke_run], tracking_uri="file:///tmp/x") == ["id1"]
+    (run,) = fake.runs
+    assert ("set_tracking_uri", ("file:///tmp/x",), {}) in fake.calls
+    assert run["params"]["study"] == "smoke" and run["params"]["config.epochs"] == "4"
+    claims = robustlab.api.Run(smoke_run).claims.set_index("id")
+    for cid, c in claims.iterrows():
+        assert run["metrics"][f"{cid}.effect"] == pytest.approx(c["effect"])
+        assert run["tags"][f"claim.{cid}.verdict"] == c["verdict"]
+    assert run["artifacts"] == ["report.html", "claims.json", "manifest.json"]
+
+
+def test_mlflow_export_without_mlflow_is_one_line(smoke_run, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    assert main(["export", str(smoke_run), "--format", "mlflow", "--out", str(tmp_path / "mlruns")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'robustlab[mlflow]'" in err
+
+
+def test_mlflow_export_into_a_real_tracking_folder(smoke_run, tmp_path):
+    mlflow = pytest.importorskip("mlflow")
+    from robustlab.export import export_mlflow
+
+    (rid,) = export_mlflow(smoke_run, tracking_uri=(tmp_path / "mlruns").as_uri())
+    got = mlflow.get_run(rid)
+    assert got.data.params["study"] == "smoke" and "smoke-loss-falls.effect" in got.data.metrics

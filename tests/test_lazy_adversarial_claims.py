@@ -1,5 +1,6 @@
 """lazy-adversarial's claims under the claims engine, on synthetic results: each verdict state;
-the non-lazy control (a planted control that passes too makes the claim inconclusive); the
+the rich control (small init, C0 = 1000, its own premise gain >= 2; a planted control that passes
+too makes the claim inconclusive); the lazy premise per curve (gain <= 1.5); the
 "trained" premise per network (a planted under-trained curve or network is excluded and
 counted, not a reason for NA); radius-high decided at every R_factor in [1.25, 2]; and the
 declarations."""
@@ -14,9 +15,8 @@ import pytest
 
 from robustlab import claims as cm
 from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
-from robustlab.studies._lazy_common import NON_LAZY_C0
-from robustlab.studies.lazy_adversarial import STUDY
-from robustlab.studies.lazy_adversarial_claims import (
+from robustlab.studies.lazy.adversarial import STUDY
+from robustlab.studies.lazy.adversarial_claims import (
     claims,
     eps_margin_claim,
     eps_sharp_claim,
@@ -25,14 +25,19 @@ from robustlab.studies.lazy_adversarial_claims import (
     radius_low_claim,
     radius_transition_claim,
 )
+from robustlab.studies.lazy.common import NON_LAZY_C0
 
 EPS = [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8]
 BASE = {"dataset": "mnist5k", "sphere": True, "bias": True, "R": None, "lr": 0.5, "dim": None}
 
 
 def _curves(*, threshold, steep=6.0, ds=(25, 100, 196, 400, 784), seed=0, noise=0.05, clean=0.97,
-            seeds=3, C0=5.0, moved=1.0):
-    """Robust accuracy = clean · logistic drop in log ε around ``threshold(d)``."""
+            seeds=3, C0=5.0, moved=1.0, init_scale=None, gain=None):
+    """Robust accuracy = clean · logistic drop in log ε around ``threshold(d)``; C0 = 1000 is the
+    rich control (init_scale 0.01, gain 20) unless told otherwise, any other C0 lazy (gain 1)."""
+    rich = C0 >= NON_LAZY_C0
+    init_scale = init_scale if init_scale is not None else (0.01 if rich else 1.0)
+    gain = gain if gain is not None else (20.0 if rich else 1.0)
     rng = np.random.default_rng(seed)
     rows = []
     m = 64
@@ -40,13 +45,14 @@ def _curves(*, threshold, steep=6.0, ds=(25, 100, 196, 400, 784), seed=0, noise=
     for d in ds:
         for s in range(seeds):
             t = threshold(d) * float(np.exp(rng.normal(0, noise)))
-            k = steep * float(np.exp(rng.normal(0, noise)))
+            k = (steep(d) if callable(steep) else steep) * float(np.exp(rng.normal(0, noise)))
             for e in EPS:
                 rel = 1 / (1 + (e / t) ** k)
                 rows.append({**BASE, "size": int(math.isqrt(d)), "d": d, "eps": e, "seed": s, "m": m, "C0": C0,
                              "R_factor": None, "radius": r, "clean_acc": clean, "robust_acc": clean * rel,
                              "offset_ratio": moved if C0 < NON_LAZY_C0 else 40.0 / (r * 8),
-                             "lazy_radius": r, "epochs_run": 10.0})
+                             "lazy_radius": r, "epochs_run": 10.0, "init_scale": init_scale,
+                             "grad_gain": gain})
     return rows
 
 
@@ -57,9 +63,15 @@ def _adv_df(*, control=None, **kw):
     return pd.DataFrame(rows)
 
 
+# a rich control whose robust accuracy declines gradually (75 % -> 25 % over a factor 16) at the same ε
+# whatever d: both ε rules read contradicted there
+GRADUAL = {"threshold": lambda d: 0.1, "steep": 0.8}
+
+
 def test_eps_claims_reproduced_with_a_control_that_fails():
     for claim in (eps_threshold_claim, eps_sharp_claim):
-        c = claim(_adv_df())
+        c = claim(_adv_df(control=GRADUAL))
+        assert c.control.verdict.verdict == CONTRADICTED, (c.id, c.control)
         assert c.decision.verdict == REPRODUCED, (c.id, c.decision, c.evidence)
         assert c.control is not None and c.control.verdict.verdict != REPRODUCED, c.control
     c = eps_threshold_claim(_adv_df())
@@ -75,18 +87,48 @@ def test_eps_claims_reproduced_with_a_control_that_fails():
     (eps_threshold_claim, {"threshold": lambda d: 5.0}, NOT_APPLICABLE),  # never halves in the grid
     (eps_threshold_claim, {"ds": (100, 196)}, NOT_APPLICABLE),  # too few d to fit a slope
     (eps_threshold_claim, {"clean": 0.7}, NOT_APPLICABLE),  # no network trained: all excluded
-    (eps_sharp_claim, {"steep": 0.8}, CONTRADICTED),  # a gradual decline, not a sharp drop
-    (eps_sharp_claim, {"steep": 1.65, "noise": 0.5}, INCONCLUSIVE),  # width ≈ 4 and noisy
+    (eps_sharp_claim, {"threshold": lambda d: 0.2}, CONTRADICTED),  # the drop does not move with d
+    # the middle moves like d^−½ but the drop widens with d: the 75 % and 25 % points do not collapse
+    (eps_sharp_claim, {"steep": lambda d: 20.0 * 25 / d}, CONTRADICTED),
+    (eps_sharp_claim, {"threshold": lambda d: 0.7 * d ** -0.3, "noise": 0.4}, INCONCLUSIVE),
 ])
 def test_eps_claims_reach_each_state(claim, kw, state):
     c = claim(_adv_df(**kw))
     assert c.decision.verdict == state, (c.decision, c.evidence)
 
 
-def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive():
-    c = eps_threshold_claim(_adv_df(control={"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}))
+@pytest.mark.parametrize("claim", [eps_threshold_claim, eps_sharp_claim])
+def test_a_planted_control_that_passes_too_makes_the_claim_inconclusive(claim):
+    c = claim(_adv_df(control={"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}))
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_the_rich_control_needs_a_learned_gradient_and_the_lazy_curves_a_kept_one():
+    df = _adv_df()
+    inherited = (df["C0"] == NON_LAZY_C0) & (df["d"] == 100)  # a small-init network whose gradient did not grow
+    df.loc[inherited, "grad_gain"] = 1.2
+    hot = (df["C0"] == 5.0) & (df["d"] == 196) & (df["seed"] == 0) & (df["eps"] == EPS[0])
+    df.loc[hot, "grad_gain"] = 3.0  # a lazy-ball network whose gradient tripled: the curve is not lazy
+    c = eps_threshold_claim(df)
+    assert c.decision.verdict == REPRODUCED
+    assert next(e for e in c.to_dict()["excluded"] if e["premise"] == "lazy")["excluded"] == 1
+    assert c.evidence["control_excluded"][0] == {
+        "premise": "rich", "excluded": 3, "of": 15,
+        "detail": "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ of the ε curve's network at its smallest ε >= 2"}
+    # only the curve's network at its smallest ε decides its regime (adversarial training flattens the
+    # larger-ε networks: that is the effect)
+    flat = (df["C0"] == 5.0) & (df["eps"] > EPS[0])
+    df.loc[flat, "grad_gain"] = 0.1
+    assert eps_threshold_claim(df).decision == c.decision
+
+
+def test_standard_init_c0_1000_is_not_the_control():
+    """C0 = 1000 from the standard init stays lazy (C0_used 8-22, issue #53): not the control."""
+    df = pd.concat([_adv_df(), pd.DataFrame(_curves(C0=NON_LAZY_C0, init_scale=1.0, gain=1.1, seed=4,
+                                                    threshold=lambda d: 2.3 / math.sqrt(d)))])
+    c, base = eps_threshold_claim(df), eps_threshold_claim(_adv_df())
+    assert c.decision == base.decision and c.control.verdict == base.control.verdict
 
 
 def test_a_planted_under_trained_curve_is_excluded_not_a_reason_for_na():
@@ -129,8 +171,13 @@ RADIUS = {"radius-low": radius_low_claim, "radius-high": radius_high_claim,
 def test_radius_claims_reproduced_on_a_transition_at_the_lazy_radius():
     for cid, claim in RADIUS.items():
         c = claim(_radius_df(_transition))
-        assert c.id == cid and c.decision.verdict == REPRODUCED, (cid, c.decision, c.evidence)
+        assert c.id == cid and c.verdict_before_control == REPRODUCED, (cid, c.decision, c.evidence)
         assert c.control is not None and c.control.verdict.verdict != REPRODUCED, (cid, c.control)
+        if cid == "radius-transition":  # every network fits (clean 0.98): the control's R½ does not exist
+            assert c.control.verdict.verdict == NOT_APPLICABLE and c.decision.verdict == INCONCLUSIVE
+            assert "no working control" in c.decision.reason
+        else:
+            assert c.decision.verdict == REPRODUCED and c.control.verdict.verdict == CONTRADICTED
     c = radius_high_claim(_radius_df(_transition))
     assert c.across == {"R_factor": {"1.25": REPRODUCED, "1.5": REPRODUCED, "2": REPRODUCED}}
     t = radius_transition_claim(_radius_df(_transition))
@@ -148,9 +195,11 @@ def test_radius_claims_reach_each_state(curve, cid, state):
     assert c.decision.verdict == state, (c.decision, c.evidence)
 
 
-def test_radius_high_depends_on_the_factor_is_inconclusive():
+def test_radius_high_contradicted_at_one_factor_is_contradicted():
+    """"Every R_factor in [1.25, 2]" is universal (issue #51): one contradicted value contradicts it."""
     c = radius_high_claim(_radius_df(lambda f, m: 0.9 / (1 + (1.6 / f) ** 12)))  # 1.25 low, 2 high
-    assert c.decision.verdict == INCONCLUSIVE and "depends on R_factor" in c.decision.reason
+    assert c.decision.verdict == CONTRADICTED and "R_factor = 1.25" in c.decision.reason
+    assert c.across["R_factor"]["2"] == REPRODUCED
 
 
 def test_a_planted_under_trained_network_is_excluded_from_the_radius_claims():
@@ -180,9 +229,11 @@ def test_every_builtin_claim_has_a_control_and_declared_premises():
 
 def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
     c = eps_margin_claim(_adv_df())  # lazy 2.3/√d, control flat at 0.3
-    assert c.kind == cm.EXPLORATORY and c.decision.verdict == REPRODUCED, (c.decision, c.evidence)
-    # its placebo (the control's even seeds against its odd ones) does not pass
-    assert c.control is not None and c.control.verdict.verdict != REPRODUCED, c.control
+    assert c.kind == cm.EXPLORATORY and c.verdict_before_control == REPRODUCED, (c.decision, c.evidence)
+    # its placebo (the control's even seeds against its odd ones) does not pass; it cannot read
+    # contradicted either (its true effect is 0, the rule's threshold is 0), so the reading is capped
+    assert c.control is not None and c.control.verdict.verdict in (INCONCLUSIVE, NOT_APPLICABLE), c.control
+    assert c.decision.verdict == INCONCLUSIVE and "no working control" in c.decision.reason
     ev = c.evidence
     assert (ev["d_low"], ev["d_high"]) == (25, 784)
     per = {row["d"]: row for row in ev["per_d"]}
@@ -222,3 +273,33 @@ def test_eps_margin_with_a_placebo_that_passes_too_is_inconclusive():
     c = eps_margin_claim(df)
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED, c.control
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
+
+
+def test_networks_stopped_below_the_trained_bound_are_named_with_the_claim_they_would_enter():
+    """Issue #53: a stopping rule armed by the burn-in may stop a network below the premise; the
+    study says which claim each such network would have entered."""
+    df = _radius_df(_transition).assign(stopped=False)
+    hit = (df["m"] == 64) & (df["seed"] == 0) & (df["R_factor"].isin([0.5, 1.0, 1.5]))
+    df.loc[hit, ["clean_acc", "stopped"]] = [0.6, True]
+    t = radius_transition_claim(df).evidence["training"]
+    assert t["stopped_below_bound"] == 3 and t["at_cap_below_bound"] == 0
+    entered = {n["R_factor"]: n["would_enter"] for n in t["networks"]}
+    assert entered[0.5] == "radius-transition" and entered[1.0].startswith("radius-low")
+    assert entered[1.5] == "radius-high, radius-transition"
+    eps = _adv_df().assign(stopped=False)
+    first = (eps["C0"] == 5.0) & (eps["d"] == 100) & (eps["seed"] == 0) & (eps["eps"] == EPS[0])
+    eps.loc[first, ["clean_acc", "stopped"]] = [0.6, True]
+    t = eps_threshold_claim(eps).evidence["training"]
+    assert t["stopped_below_bound"] == 1 and t["networks"][0]["would_enter"] == "eps-threshold"
+
+
+def test_radius_sweeps_at_other_d_or_eps_are_not_pooled():
+    """Issue #53: radius claims group by (m, d, ε); a second sweep is judged on its own."""
+    one = _radius_df(_transition)
+    other = _radius_df(lambda f, m: 0.9).assign(eps=0.05)  # robust at every radius at a small ε
+    c = radius_low_claim(pd.concat([one, other]))
+    assert c.decision.verdict == CONTRADICTED  # the ε = 0.05 sweep contradicts "non-robust at R = C0/√m"
+    assert {(r["m"], r["eps"]) for r in c.evidence["per_width"]["1"]} == {(64, 0.2), (256, 0.2), (64, 0.05), (256, 0.05)}
+    assert radius_low_claim(one).decision.verdict == REPRODUCED
+    t = radius_transition_claim(pd.concat([one, other.assign(eps=0.05)]))
+    assert [s["eps"] for s in t.evidence["sweeps"]] == [0.05, 0.2]

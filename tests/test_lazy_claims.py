@@ -11,10 +11,10 @@ import pytest
 
 from robustlab.cli import main
 from robustlab.config import ConfigError
-from robustlab.studies._lazy_common import crossing, log_interp_crossing
 from robustlab.studies.base import load
-from robustlab.studies.lazy_adversarial import LazyAdversarialConfig
-from robustlab.studies.lazy_attack import LazyAttackConfig
+from robustlab.studies.lazy.adversarial import LazyAdversarialConfig
+from robustlab.studies.lazy.attack import LazyAttackConfig
+from robustlab.studies.lazy.common import crossing, log_interp_crossing
 
 
 def test_crossings_interpolate_in_log_x():
@@ -120,7 +120,7 @@ def test_lazy_attack_reads_torchvision_mnist_from_data_dir(tmp_path):
     pytest.importorskip("torchvision")
     import struct
 
-    from robustlab.studies.lazy_attack import run_points
+    from robustlab.studies.lazy.attack import run_points
 
     rng = np.random.default_rng(0)
     raw = tmp_path / "MNIST" / "raw"
@@ -143,7 +143,7 @@ def test_lazy_attack_reads_torchvision_mnist_from_data_dir(tmp_path):
 def test_the_rich_regime_control_starts_with_a_small_input_gradient_and_learns_one():
     """init_scale reaches the network run_points trains: ‖∇ₓf₀‖ scales by it exactly (bias-free),
     and training makes the input gradient far larger than the initial one (the control's premise)."""
-    from robustlab.studies.lazy_attack import run_points
+    from robustlab.studies.lazy.attack import run_points
 
     base = dict(dataset="digits", size=6, m=16, epochs=5, lr=1.0, bias=False, C0=1000.0, seed=0)
     std, rich = (run_points([LazyAttackConfig(**base, init_scale=s)], "cpu")[0][0] for s in (1.0, 0.01))
@@ -155,7 +155,7 @@ def test_the_rich_regime_control_starts_with_a_small_input_gradient_and_learns_o
 # input_scale: raw pixels divided by their mean norm at each size
 
 def test_unit_mean_inputs_have_mean_norm_one_and_keep_the_spread():
-    from robustlab.studies._lazy_common import input_bounds, load_data
+    from robustlab.studies.lazy.common import input_bounds, load_data
 
     raw = load_data(LazyAttackConfig(dataset="digits", size=8, sphere=False))
     cfg = LazyAttackConfig(dataset="digits", size=8, sphere=False, input_scale="unit-mean")

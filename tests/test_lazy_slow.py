@@ -1,7 +1,7 @@
 """End to end (slow): the quick presets run the lazy-training claims on the embedded MNIST:
 every self-check holds, every claim carries its control and exclusion counts.
 
-Each run takes about a minute on one CPU core (13 and 8 seeds, chosen by a power estimate).
+Each run takes about a minute on one CPU core (12 and 8 seeds, chosen by a power estimate).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from robustlab.studies.base import load
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 8), ("lazy-adversarial", 6)])
+@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 11), ("lazy-adversarial", 6)])
 def test_quick_preset_runs_the_claims(tmp_path, study, n_claims):
     out = tmp_path / study
     assert main(["run", study, "--out", str(out), "--quiet"]) == 0

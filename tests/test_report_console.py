@@ -46,24 +46,37 @@ def test_header_counts_only_paper_claims_with_self_checks_and_controls_apart():
         "lazy-attack  1/1 reproduced  3.0 s  ·  controls 1/1 fail"
 
 
-def test_one_line_per_claim_not_reproduced_with_its_control_and_reason():
+def test_one_line_per_claim_not_reproduced_with_a_short_reason():
     text = console_text([_section()], seconds={"lazy-attack": 10.9})
     lines = text.splitlines()
     assert not any(" rep " in f"{line} " and "✓" in line for line in lines)  # reproduced claims stay quiet
+    flagged = [line for line in lines if line.startswith("  ")]
+    assert len(flagged) == 4  # con, inc, na, knob: one line each (the exploratory reading is counted)
     con = next(line for line in lines if "✗ con" in line)
-    assert "CONTRADICTED  -0.3 [-0.4, -0.2] > 0" in con and "control: C0 = 1000 → contradicted ✓" in con
-    inc = lines.index(next(line for line in lines if "? inc" in line))
-    assert "control: C0 = 1000 → reproduced ✗" in lines[inc]
-    assert "the test does not discriminate" in lines[inc + 1]
-    na = lines.index(next(line for line in lines if "- na" in line))
-    assert "too few points remain" in lines[na + 1] and "excluded: lazy 18/20" in text
-    assert "across C0: 10 reproduced, 20 contradicted" in text
-    assert "? [exploratory] spectrum  INCONCLUSIVE" in text
+    assert "CONTRADICTED  -0.3 [-0.4, -0.2] > 0  —  control: C0 = 1000 → contradicted ✓" in con  # no reason: the control
+    inc = next(line for line in lines if "? inc" in line)
+    assert "INCONCLUSIVE  0.5 [0.4, 0.6] > 0  —  the test does not discriminate" in inc
+    na = next(line for line in lines if "- na" in line)
+    assert "NOT APPLICABLE  —  too few points remain" in na
+    assert "excluded: lazy 18/20" not in text and "across C0" not in text  # behind -v
+    assert "spectrum" not in text and "exploratory 0/1" in lines[0]  # counted in the header; -v shows it
+    assert "? [exploratory] spectrum  INCONCLUSIVE" in console_text([_section()], verbose=True)
     assert lines[-1] == tally_line([_section()])
     assert lines[-1].startswith("6 claims: 2 reproduced, 1 contradicted, 2 inconclusive, 1 not applicable")
     assert "self-checks 2/2 hold" in lines[-1] and "1 exploratory" in lines[-1]
     assert all(len(line) <= 110 for line in lines)
     assert "Warning" not in text and "{" not in text  # no class names, no raw dictionaries
+    verbose = console_text([_section()], verbose=True)
+    assert "excluded: lazy 18/20" in verbose and "across C0: 10 reproduced, 20 contradicted" in verbose
+    assert "control: C0 = 1000 → reproduced ✗" in verbose
+
+
+def test_a_long_reason_is_clipped_to_one_line_and_seeds_needed_is_short():
+    long = _claim("long", "contradicted", reason="word " * 80)
+    (line,) = console_text([_section(claims=[long])]).splitlines()[1:2]
+    assert len(line) == 110 and line.endswith("…")
+    need = _claim("need", "inconclusive", seeds=3, seeds_needed=12, more_seeds=9, reason="straddles")
+    assert "—  about 12 seeds (9 more) would decide it" in console_text([_section(claims=[need])])
 
 
 def test_verbose_shows_every_claim_its_statement_and_evidence():
@@ -87,13 +100,13 @@ def test_a_control_that_is_not_applicable_is_not_counted_as_failing():
     na_ctl = {**CONTROL_FAILS, "verdict": "not applicable", "effect": None, "interval": None}
     sec = _section(claims=[_claim("a", "inconclusive", control=na_ctl), _claim("b", "reproduced", control=CONTROL_FAILS)])
     assert "controls 1/2 fail (1 not applicable)" in study_header(sec)
-    assert "control: C0 = 1000 → not applicable ?" in console_text([sec])
+    assert "control: C0 = 1000 → not applicable ?" in console_text([sec], verbose=True)
 
 
-def test_the_across_line_is_left_out_when_the_reason_already_gives_every_value():
+def test_the_across_line_is_shown_with_verbose_only():
     spelled = _claim("knob", "inconclusive", control=CONTROL_FAILS,
                      reason="the verdict depends on C0, which the paper does not fix: 10 → reproduced, 20 → contradicted",
                      across={"C0": {"10": "reproduced", "20": "contradicted"}})
     text = console_text([_section(claims=[spelled])])
-    assert "10 → reproduced, 20 → contradicted" in text and "across C0" not in text
+    assert "the verdict depends on C0" in text and "across C0" not in text
     assert "across C0: 10 reproduced, 20 contradicted" in console_text([_section(claims=[spelled])], verbose=True)

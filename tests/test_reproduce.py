@@ -3,9 +3,11 @@
 
 import dataclasses
 import json
+import os
 import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -48,10 +50,11 @@ def table_of(stdout: str) -> str:
     return re.sub(r"  \d+(\.\d+)? (s|min)\b", "", "\n".join(lines[:end]))
 
 
-def _assert_one_crash(captured, crashed: str, survivor: str, error: str) -> None:
-    """One study reported as crashed (with ``error``) and the other's claim still judged."""
-    assert f"1 study crashed ({crashed})" in captured.err
-    assert re.search(rf"^  \? study-crashed  INCONCLUSIVE\n      the study crashed: {error}", captured.out, re.M)
+def _assert_one_crash(captured, crashed: str, survivor: str, error: str, log: str) -> None:
+    """One study reported as crashed (with ``error``; logged, as a warning) and the other's
+    claim still judged."""
+    assert f"1 study crashed ({crashed})" in log
+    assert re.search(rf"^  \? study-crashed  INCONCLUSIVE  —  the study crashed: {error}", captured.out, re.M)
     assert re.search(rf"^{survivor}  no paper claims .*self-checks: 1/1 hold", captured.out, re.M)
 
 
@@ -66,7 +69,7 @@ def test_reproduce_writes_study_dirs_top_report_and_prints_claim_table(tmp_path,
     assert meta["preset"] == "quick" and meta["studies"] == ["smoke"] and meta["finished"]
     assert meta["command"] == f"robustlab reproduce --preset quick --out {out} --only smoke"
     assert set(meta["timings"]) == {"smoke"} and meta["versions"]["torch"]
-    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", printed, re.M)
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold  ·  exploratory \d/1$", printed, re.M)
     assert re.search(r"^  ✓ \[exploratory\] smoke-accuracy  reproduced  0\.\d+ \[0\.\d+, 0\.\d+\] > 0\.85$", printed, re.M)
     assert f"report: {(out / 'report.html').resolve()}" in printed
     html = (out / "report.html").read_text()
@@ -153,7 +156,7 @@ def test_failed_points_are_listed(tmp_path, capsys, monkeypatch):
     assert "2 of 4 points failed" in html
 
 
-def test_a_crashed_study_is_reported_and_the_others_still_run(tmp_path, capsys, monkeypatch):
+def test_a_crashed_study_is_reported_and_the_others_still_run(tmp_path, capsys, monkeypatch, caplog):
     import robustlab.studies.reproduce as rep
 
     real_execute = rep.execute
@@ -169,7 +172,7 @@ def test_a_crashed_study_is_reported_and_the_others_still_run(tmp_path, capsys, 
     out = tmp_path / "r"
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke-crash", "smoke"]) == 1
     captured = capsys.readouterr()
-    _assert_one_crash(captured, "smoke-crash", "smoke", "ZeroDivisionError")
+    _assert_one_crash(captured, "smoke-crash", "smoke", "ZeroDivisionError", caplog.text)
     html = (out / "report.html").read_text()
     assert "the study crashed" in html and "a bug in the study" in html and "Traceback" in html
     assert rebuild(out) == 0
@@ -180,9 +183,11 @@ def test_rerun_into_the_same_dir_resumes_and_a_different_run_is_refused(tmp_path
     out = tmp_path / "r"
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 0
     first = records.read_jsonl(out / "smoke" / "results.jsonl")
+    sweep = records.read_json(out / "smoke" / "manifest.json")["sweep"]
     assert reproduce(out, preset="quick", options=QUIET, studies=["smoke"]) == 0
     manifest = records.read_json(out / "smoke" / "manifest.json")
-    assert manifest["sweep"]["ran"] == 0 and manifest["sweep"]["skipped"] == 2
+    # nothing ran: the manifest keeps the record (and timing) of the sweep that did the work
+    assert manifest["sweep"] == sweep and sweep["ran"] == 2 and manifest["resumed"] == 1
     assert records.read_jsonl(out / "smoke" / "results.jsonl") == first
     assert records.read_json(out / "reproduce.json")["resumed"] == 1
     for kw in ({"preset": "paper", "studies": ["smoke"]}, {"preset": "quick", "studies": ["smoke"], "seed": 5}):
@@ -247,10 +252,10 @@ def test_progress_lines_name_each_study_in_order(tmp_path, capsys, monkeypatch):
     captured = capsys.readouterr()
     err = captured.err.splitlines()
     assert err[0].startswith("robustlab reproduce (preset quick): 2 studies, 4 points")
-    assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke"] * 2 + ["[2/2] smoke-b"] * 2
-    assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[2])  # the tally is on stdout
+    assert [ln.split(":")[0] for ln in err[1:]] == ["[1/2] smoke", "[2/2] smoke-b"]  # one line each, when done
+    assert re.fullmatch(r"\[1/2\] smoke: done in \d+\.\d s \(2 points\)", err[1])  # the tally is on stdout
     # smoke: its loss check is a self-check, its accuracy reading exploratory
-    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold$", captured.out, re.M)
+    assert re.search(r"^smoke  no paper claims  \d+\.\d s  ·  self-checks: 1/1 hold  ·  exploratory \d/1$", captured.out, re.M)
     meta = json.loads((tmp_path / "p" / "reproduce.json").read_text())
     assert list(meta["timings"]) == ["smoke", "smoke-b"]
 
@@ -270,7 +275,7 @@ def test_studies_run_in_run_order_and_report_in_the_asked_order(tmp_path, capsys
     assert reproduce(out, preset="quick", options=SweepOptions(quiet=False),
                      studies=["smoke", "smoke-b", "smoke-c"]) == 0
     captured = capsys.readouterr()
-    started = [ln.split(":")[0] for ln in captured.err.splitlines() if ln.endswith("points")]
+    started = [ln.split(":")[0] for ln in captured.err.splitlines() if ln.endswith("points)")]
     assert started == ["[1/3] smoke-b", "[2/3] smoke-c", "[3/3] smoke"]
     meta = json.loads((out / "reproduce.json").read_text())
     assert meta["studies"] == list(meta["timings"]) == ["smoke", "smoke-b", "smoke-c"]
@@ -295,7 +300,7 @@ def _drawing_fails_for(monkeypatch, name: str):
     return real
 
 
-def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_crash(tmp_path, capsys, monkeypatch):
+def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_crash(tmp_path, capsys, monkeypatch, caplog):
     """With worker processes, a study's claims and figures are drawn while the next study's
     points run: the records are the same as drawn in line (one worker), the studies are
     recorded in order, and a crash while drawing is a crashed study, not a lost run."""
@@ -317,7 +322,7 @@ def test_overlapped_finalize_with_two_workers_matches_one_worker_and_reports_a_c
     _drawing_fails_for(monkeypatch, "smoke")
     three = tmp_path / "three"
     assert reproduce(three, preset="quick", options=two_workers, studies=["smoke", "smoke-b"]) == 1
-    _assert_one_crash(capsys.readouterr(), "smoke", "smoke-b", "RuntimeError")
+    _assert_one_crash(capsys.readouterr(), "smoke", "smoke-b", "RuntimeError", caplog.text)
     assert (three / "smoke" / "store.sqlite").is_file()  # the points are kept for a re-run
 
 
@@ -339,3 +344,79 @@ def test_a_study_that_crashed_while_drawing_is_analysed_again_by_report_once_fix
     meta = records.read_json(out / "reproduce.json")
     assert meta["crashed"] == {} and meta["recovered"] == ["smoke"]
     assert "drawing failed" not in (out / "report.html").read_text()
+
+
+# the quick preset's shape (docs/results.md): 4 studies, 26 paper claims of which 15 are not
+# reproduced (3 contradicted, 7 inconclusive, 5 not applicable), exploratory readings, self-checks
+_SHAPE = {"fake-a": ["contradicted", "inconclusive", "inconclusive", "not applicable"] + ["reproduced"] * 3,
+          "fake-b": ["contradicted", "inconclusive", "inconclusive", "not applicable", "not applicable"]
+          + ["reproduced"] * 2,
+          "fake-c": ["contradicted", "inconclusive", "not applicable"] + ["reproduced"] * 3,
+          "fake-d": ["inconclusive", "inconclusive", "not applicable"] + ["reproduced"] * 3}
+_LONG = ("a reason long enough to need several lines when wrapped at the console's width, naming the premise "
+         "that failed, the knob it depends on and what the control did; the report holds all of it")
+
+
+def _fake_claims(verdicts):
+    from robustlab.claims import EXPLORATORY, SELF_CHECK
+    from robustlab.stats import Condition, Verdict
+
+    def claims(df, ctx):
+        out = []
+        for i, v in enumerate(verdicts):
+            cond = (Condition("networks stay lazy", False, "max offset 1.3"),) if v == "not applicable" else ()
+            verdict = Verdict(v, effect=0.1 * i, interval=(0.1 * i - 0.05, 0.1 * i + 0.05), threshold=0.2,
+                              side="above", seeds=3, seeds_needed=9 if v == "inconclusive" else None,
+                              conditions=cond, reason=_LONG)
+            failing = Verdict("contradicted", effect=-1.0, interval=(-1.1, -0.9), threshold=0.2, side="above")
+            # a working control (the engine allows no reproduced claim without one): the same
+            # rule on other rows, where it fails
+            spec = cl.ClaimSpec(f"c{i}", control=cl.ControlSpec({"lr": 0.5}, "planted"))
+            v_, ctl = cl.judge(spec, lambda rows, verdict=verdict, failing=failing:
+                               failing if "control" in rows else verdict, df, df.assign(control=1))
+            out.append(Claim(f"c{i}", f"statement {i} " * 20, v_, {"slope": 0.5, "slope_ci": [0.4, 0.6]}, "test",
+                             control=ctl))
+        out += [Claim("x0", "an open question", Verdict("inconclusive", effect=0.0, interval=(-0.1, 0.1), threshold=0.0,
+                      side="above", reason=_LONG), {}, "test", kind=EXPLORATORY),
+                Claim("x1", "another", Verdict("reproduced", effect=0.3, interval=(0.2, 0.4), threshold=0.0,
+                      side="above"), {}, "test", kind=EXPLORATORY),
+                Claim("sc", "an invariant", Verdict("reproduced", effect=0.0, interval=(0.0, 0.0), threshold=(-1.0, 1.0),
+                      side="inside"), {}, "test", kind=SELF_CHECK)]
+        return out
+
+    return claims
+
+
+def test_reproduce_console_is_at_most_40_lines_one_per_claim_not_reproduced(tmp_path, capsys, monkeypatch):
+    """The default console of a quick-sized reproduce (fake studies shaped like the quick preset's
+    claims): one line per study, exactly one line per paper claim not reproduced (verdict,
+    effect, a short reason), the tally and the report's path; exploratory readings counted in
+    the study's line; everything else behind -v."""
+    for name, verdicts in _SHAPE.items():
+        register(monkeypatch, smoke_variant(name, claims=_fake_claims(verdicts)))
+    out = tmp_path / "rep"
+    argv = ["reproduce", "--only", ",".join(_SHAPE), "--out", str(out), "--workers", "1"]
+    assert main(argv) == 0
+    cap = capsys.readouterr()
+    lines = [ln for ln in (cap.err + cap.out).splitlines()]
+    assert len(lines) <= 40, "\n".join(lines)
+    if os.environ.get("ROBUSTLAB_SHOW_CONSOLE"):
+        Path(os.environ["ROBUSTLAB_SHOW_CONSOLE"]).write_text(cap.err + cap.out)
+    for name in _SHAPE:
+        assert sum(ln.startswith(f"{name}  ") for ln in cap.out.splitlines()) == 1  # one line per study
+    flagged = [ln for ln in cap.out.splitlines() if ln.startswith("  ")]
+    assert len(flagged) == 15  # the 15 paper claims not reproduced, one line each
+    assert all("exploratory 1/2" in ln for ln in cap.out.splitlines() if ln.startswith("fake-"))  # counted
+    assert all(len(ln) <= 110 for ln in flagged)  # clipped, never wrapped
+    assert any("CONTRADICTED  0 [-0.05, 0.05] > 0.2  —  a reason long enough" in ln for ln in flagged)
+    assert any("INCONCLUSIVE" in ln and "about 9 seeds (6 more) would decide it" in ln for ln in flagged)
+    assert any("NOT APPLICABLE" in ln and "condition 'networks stay lazy' not met (max offset 1.3)" in ln
+               for ln in flagged)
+    assert cap.out.splitlines()[-2].startswith("26 claims: 11 reproduced, 3 contradicted, 7 inconclusive, "
+                                               "5 not applicable")
+    assert cap.out.splitlines()[-1].startswith(f"report: {(out / 'report.html').resolve()}")
+    # -v: the evidence, statements and full reasons (the report has them in any case)
+    assert main(["report", str(out), "-v"]) == 0
+    verbose = capsys.readouterr().out
+    assert len(verbose.splitlines()) > 100 and "» statement 0" in verbose and "slope = 0.5" in verbose
+    assert "the report holds all of it" in verbose

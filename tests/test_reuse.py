@@ -11,7 +11,7 @@ import pytest
 
 from robustlab import records
 from robustlab.cli import main
-from robustlab.sweep.store import Store
+from robustlab.sweep.store import Store, checksum
 
 GRID = ["--seeds", "2", "--quiet"]
 
@@ -41,7 +41,7 @@ def test_reuse_runs_only_the_new_points_and_gives_the_same_records(tmp_path):
     # a resume with the same --reuse takes nothing new and keeps the record of what it took
     assert _run(b, "--grid", "lr=0.05,0.1,0.2", "--reuse", str(a)) == 0
     m2 = json.loads((b / "manifest.json").read_text())
-    assert m2["reused"] == m["reused"] and m2["resumed"] == 1 and m2["sweep"]["ran"] == 0
+    assert m2["reused"] == m["reused"] and m2["resumed"] == 1 and m2["sweep"] == m["sweep"]  # nothing ran: kept
 
 
 def test_reuse_replaces_a_failed_point_and_takes_only_matching_configs(tmp_path):
@@ -52,12 +52,15 @@ def test_reuse_replaces_a_failed_point_and_takes_only_matching_configs(tmp_path)
     # mark one of b's points failed, as a crashed group would leave it
     key = next(iter(done))
     with Store(b / "store.sqlite") as s:
-        s.conn.execute("UPDATE points SET status='failed', rows='[]', reason='boom' WHERE key=?", (key,))
+        p = s.conn.execute("SELECT params FROM points WHERE key=?", (key,)).fetchone()[0]
+        s.conn.execute("UPDATE points SET status='failed', rows='[]', reason='boom', checksum=? WHERE key=?",
+                       (checksum(key, p, "failed", "[]"), key))
     (b / "results.jsonl").unlink()  # (a crashed run never wrote that point's rows there)
+    before = json.loads((b / "manifest.json").read_text())
     assert _run(b, "--grid", "lr=0.1,0.3", "--set", "epochs=12", "--reuse", str(a)) == 0
     m = json.loads((b / "manifest.json").read_text())
     assert "reused" not in m  # a's points have epochs at the default: none is b's
-    assert m["sweep"]["ran"] == 0  # the failed point is not retried without --retry-failed
+    assert m["sweep"] == before["sweep"]  # nothing ran (the failed point is not retried without --retry-failed)
     assert _run(b, "--grid", "lr=0.1,0.3", "--set", "epochs=12", "--retry-failed") == 0
     assert {k: (p, s, r) for k, p, s, r, _ in _table(b)} == done
 

@@ -48,14 +48,46 @@ def test_compare_from_python_returns_dataframes(two_runs):
 def test_runs_lists_every_run_with_its_tally(two_runs):
     df = robustlab.runs(two_runs)
     assert list(df["study"]) == ["smoke", "smoke"] and list(df["path"]) == [str(two_runs / "a"), str(two_runs / "b")]
-    assert list(df["set"]) == ["epochs=6", "epochs=10"] and df["grid"].iloc[1] == "lr=0.5,1.0"
     assert list(df["n_points"]) == [2, 4]
     tally = df[["reproduced", "contradicted", "inconclusive", "not_applicable"]].sum(axis=1)
     assert list(tally) == [0, 0] and list(df["self_checks"]) == [1, 1]  # smoke: one self-check, one exploratory reading
+    assert list(df["exploratory"]) == [1, 1] and df["exploratory_reproduced"].between(0, 1).all()
     assert list(df["self_checks_failed"]) == [0, 0]
     assert (df["seconds"] >= 0).all()
     with pytest.raises(robustlab.UserError):
         robustlab.runs(two_runs / "absent")
+
+
+def test_runs_is_a_typed_table(two_runs):
+    """Config fields as their own typed columns, seeds as ints, times as datetimes."""
+    df = robustlab.runs(two_runs)
+    assert list(df["set.epochs"]) == [6, 10] and pd.api.types.is_integer_dtype(df["set.epochs"])
+    assert list(df["grid.lr"]) == [[0.5], [0.5, 1.0]]  # the resolved grid (the preset sweeps lr too)
+    assert [list(s) for s in df["seeds"]] == [[0, 1], [3, 4]]
+    assert all(isinstance(x, int) for s in df["seeds"] for x in s)
+    for col in ("started", "finished"):
+        assert isinstance(df[col].dtype, pd.DatetimeTZDtype) and str(df[col].dt.tz) == "UTC"
+    assert (df["finished"] >= df["started"]).all()
+    assert df["rerun_of"].isna().all()
+    for col in ("n_points", "reproduced", "exploratory", "self_checks"):
+        assert pd.api.types.is_integer_dtype(df[col]), col
+
+
+def test_a_rerun_is_marked_with_its_source(two_runs, tmp_path):
+    again = robustlab.rerun(two_runs / "a", out=tmp_path / "again", quiet=True, workers=1)
+    df = robustlab.runs(tmp_path)
+    assert list(df["rerun_of"]) == [str((two_runs / "a").resolve())] and df["path"].iloc[0] == str(again.out)
+
+
+def test_compare_claims_split_the_interval_as_run_claims_does(two_runs):
+    c = robustlab.compare(two_runs / "a", two_runs / "b").claims
+    run = Run(two_runs / "a").claims.set_index("id")
+    assert "interval_a" not in c.columns and {"interval_lo_a", "interval_hi_a", "interval_lo_b", "interval_hi_b"} <= set(c.columns)
+    for _, row in c.iterrows():
+        assert row["interval_lo_a"] == pytest.approx(run.loc[row["claim"], "interval_lo"])
+        assert row["interval_hi_a"] == pytest.approx(run.loc[row["claim"], "interval_hi"])
+        assert row["kind_a"] == run.loc[row["claim"], "kind"]
+    assert pd.api.types.is_float_dtype(c["interval_lo_b"])
 
 
 def test_run_claims_is_a_dataframe(two_runs):

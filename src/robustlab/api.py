@@ -11,7 +11,7 @@ run directory exactly from its ``manifest.json``.
 from __future__ import annotations
 
 import dataclasses
-import json
+import logging
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -22,8 +22,8 @@ from typing import Any
 from . import records
 from .config import ConfigError, UserError
 
-__all__ = ["Run", "runs", "compare", "Comparison", "claims_frame", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
-           "grid_args", "results_differ"]
+__all__ = ["Run", "runs", "RUN_COLUMNS", "compare", "Comparison", "claims_frame", "prepare_run", "execute_run", "start_run", "run", "rerun", "read_run_file", "RUN_FILE_KEYS", "default_out", "value_text",
+           "grid_args", "results_differ", "study_file_change"]
 
 
 def default_out(name: str) -> Path:
@@ -201,9 +201,20 @@ def run(study: str, *, preset: str = "quick", set: Mapping[str, Any] | None = No
     is written. Progress shows in a terminal and in a notebook unless ``quiet``. ``workers``:
     local worker processes, by default the CPU cores // ``threads``, as ``robustlab run``.
     """
+    from . import _args
     from .sweep.runner import SweepOptions, check_threads, default_workers
     from .utils import resolve_device
 
+    _args.check({"study": (study, _args.PATH, False, "a study name, or the path of a .py file that defines STUDY"), "preset": (preset, str, False), "set": (set, Mapping, True),
+                 "grid": (grid, (Mapping, "strings"), True), "seed": (seed, int, True), "seeds": (seeds, int, True),
+                 "out": (out, _args.PATH, True), "backend": (backend, str, False), "workers": (workers, int, True),
+                 "threads": (threads, int, False), "device": (device, str, False), "ray_address": (ray_address, str, True),
+                 "quiet": (quiet, bool, False), "retry_failed": (retry_failed, bool, False),
+                 "data_dir": (data_dir, _args.PATH, True), "reuse": (reuse, "paths", False)})
+    _args.at_least("seed", seed, 0)
+    _args.at_least("seeds", seeds, 1)
+    _args.at_least("workers", workers, 1)
+    _args.at_least("threads", threads, 1)
     check_threads(threads)
     resolve_device(device)
     if ray_address and backend != "ray":
@@ -285,10 +296,16 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
     record names (``host.cpu``, ``host.cpu_capability``) its results.jsonl is byte-identical to
     the original's; another kind of CPU may sum in another order. ``workers``: by default the
     CPU cores // the run's threads, as ``robustlab rerun``."""
+    from . import _args
     from .studies import external, get_study
     from .studies.base import execute, plan_from_manifest
     from .sweep.runner import SweepOptions, default_workers
 
+    _args.check({"src": (src, _args.PATH, False), "out": (out, _args.PATH, True), "quiet": (quiet, bool, False),
+                 "workers": (workers, int, True), "backend": (backend, str, False)})
+    _args.at_least("workers", workers, 1)
+    if options is not None and not dataclasses.is_dataclass(options):
+        raise UserError(f"options={options!r} is not allowed: a robustlab.sweep.runner.SweepOptions or None")
     src = Path(src)
     if not (src / "manifest.json").is_file():
         raise UserError(f"dir={str(src)!r} is not allowed: not a robustlab run directory (no manifest.json)")
@@ -311,8 +328,30 @@ def rerun(src: str | Path, *, out: str | Path | None = None, options=None, quiet
         prior = records.read_json(out / "manifest.json") if (out / "manifest.json").is_file() else {}
         if prior.get("rerun_of") != str(src.resolve()):  # an interrupted rerun of src resumes
             raise UserError(f"--out {str(out)!r} is not allowed: it exists; choose a new directory")
+    changed = study_file_change(manifest)
+    if changed:
+        logging.getLogger(__name__).warning(f"robustlab: warning: {changed}; the rerun runs it as it is now")
     summary = execute(p, out, options, record={"rerun_of": str(src.resolve())})
     return Run(out, summary)
+
+
+def study_file_change(manifest: Mapping[str, Any]) -> str | None:
+    """For a run of a study file: a sentence naming the file when its bytes are no longer those
+    the run's sittings recorded (their sha256), else None (a built-in or plugin study, an
+    unchanged file, or an old record without hashes)."""
+    origin = manifest.get("study_origin") or {}
+    if not isinstance(origin, dict) or origin.get("kind") != "file" or not origin.get("path"):
+        return None
+    recorded = [((s.get("code") or {}).get("study") or {}).get("sha256")
+                for s in manifest.get("sittings") or [] if isinstance(s, dict)]
+    recorded = [h for h in recorded if h and h != "unknown"]
+    if not recorded:
+        return None
+    now = records.file_hash(origin["path"])
+    if now in recorded:
+        return None
+    state = f"sha256 {recorded[-1][:12]} then, {now[:12]} now" if now else "it is gone or unreadable now"
+    return f"the study file {origin['path']} changed since the run ({state})"
 
 
 def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]:
@@ -321,11 +360,12 @@ def results_differ(a: str | Path, b: str | Path, *, limit: int = 8) -> list[str]
     Rows are matched by position (both are in the plan's order): a differing row count is one
     text; otherwise each field whose value differs in some row, with how many rows and the
     first such row (``loss: 12 of 48 rows, first row 3: 2.3045 vs 2.3051``)."""
+    from . import reader
+
     a, b = Path(a), Path(b)
-    if a.read_bytes() == b.read_bytes():
+    if reader.read_bytes(a, limit=reader.MAX_JSONL_BYTES) == reader.read_bytes(b, limit=reader.MAX_JSONL_BYTES):
         return []
-    rows_a = [json.loads(line) for line in a.read_text().splitlines() if line.strip()]
-    rows_b = [json.loads(line) for line in b.read_text().splitlines() if line.strip()]
+    rows_a, rows_b = reader.read_jsonl(a), reader.read_jsonl(b)  # a damaged line: one line naming it
     if len(rows_a) != len(rows_b):
         return [f"{len(rows_a)} rows vs {len(rows_b)} rows"]
     fields: dict[str, list[int]] = {}
@@ -349,19 +389,76 @@ _MISSING = object()
 # ----------------------------------------------------------------------------------------
 # looking across runs from Python
 
-def runs(root: str | Path = "runs"):
-    """Every run directory under ``root`` (searched recursively; the studies of a reproduce
-    directory included) as a DataFrame, one row per run, sorted by start time: ``path, study,
-    preset, set, grid, seeds, n_points, device, code``, the tally of its paper claims'
-    verdicts (``reproduced, contradicted, inconclusive, not_applicable``), ``self_checks`` and
-    ``self_checks_failed``,
-    ``started``, ``finished`` and ``seconds`` (the sweep's wall time). A directory that is not
-    readable as a run is skipped. ``UserError`` when ``root`` is not a directory."""
-    import pandas as pd
+RUN_COLUMNS = ["path", "study", "preset", "seeds", "n_points", "device", "code", "rerun_of", "reproduced",
+               "contradicted", "inconclusive", "not_applicable", "exploratory", "exploratory_reproduced",
+               "self_checks", "self_checks_failed", "started", "finished", "seconds", "points_done", "complete"]
 
-    from .report.compare import _code_text, _seeds_text
+
+def _grid_values(grid: Any) -> dict[str, list[Any]]:
+    """The values each field takes over a manifest's grid (its blocks joined, seeds left out:
+    they have their own column)."""
+    out: dict[str, list[Any]] = {}
+    for block in grid if isinstance(grid, list) else []:
+        for k, vals in (block.items() if isinstance(block, dict) else ()):
+            if k != "seed":
+                out.setdefault(k, [])
+                out[k] += [v for v in vals if v not in out[k]]
+    return out
+
+
+def _run_row(path: Path, m: dict[str, Any], claims: list[Any]) -> dict[str, Any]:
+    from .report.compare import _code_text
     from .report.html import kind_of, verdict_of
 
+    req = m.get("request") or {}
+    base = m.get("base_config") or {}
+    tally = {v: 0 for v in ("reproduced", "contradicted", "inconclusive", "not applicable")}
+    by_kind: dict[str, list[str]] = {"claim": [], "self-check": [], "exploratory": []}
+    for c in claims:
+        if isinstance(c, dict):
+            by_kind.setdefault(kind_of(c), []).append(verdict_of(c))
+    for v in by_kind["claim"]:
+        tally[v] += 1
+    row: dict[str, Any] = {
+        "path": str(path), "study": m["study"], "preset": m.get("preset"),
+        "seeds": [int(x) for x in m.get("seeds") or []], "n_points": m.get("n_points"),
+        "device": m.get("device"), "code": _code_text(m), "rerun_of": m.get("rerun_of"),
+        **{k.replace(" ", "_"): n for k, n in tally.items()},
+        "exploratory": len(by_kind["exploratory"]),
+        "exploratory_reproduced": sum(v == "reproduced" for v in by_kind["exploratory"]),
+        "self_checks": len(by_kind["self-check"]),
+        "self_checks_failed": sum(v == "contradicted" for v in by_kind["self-check"]),
+        "started": m.get("started"), "finished": m.get("finished"),
+        "seconds": (m.get("sweep") or {}).get("seconds")}
+    # the fields the request set or swept, each its own column: a set field holds its resolved
+    # (typed) value, a swept one the list of values it took
+    for k in req.get("set") or {}:
+        row[f"set.{k}"] = base.get(k, (req.get("set") or {}).get(k))
+    for k, vals in _grid_values(m.get("grid")).items():
+        row[f"grid.{k}"] = vals
+    return row
+
+
+def runs(root: str | Path = "runs"):
+    """Every run directory under ``root`` (searched recursively; the studies of a reproduce
+    directory included) as a typed DataFrame, one row per run, sorted by start time.
+
+    Columns (:data:`RUN_COLUMNS`): ``path, study, preset``; ``seeds`` (a list of ints);
+    ``n_points, device, code``; ``rerun_of`` (the run directory a ``robustlab rerun`` re-ran,
+    else None); the tally of its paper claims' verdicts (``reproduced, contradicted,
+    inconclusive, not_applicable``), ``exploratory`` and ``exploratory_reproduced``,
+    ``self_checks`` and ``self_checks_failed``; ``started`` and ``finished`` (UTC datetimes)
+    and ``seconds`` (the sweep's wall time); ``points_done`` and ``complete`` (false for a
+    partial run: killed, with failed points, or an emptied store; from its store). Then one
+    column per field the run's request set (``set.epochs``: its value, typed as the study's
+    config types it) or swept (``grid.lr``: the list of values). A directory that is not
+    readable as a run is skipped (a claims.json whose claim has no kind, or one robustlab does
+    not write, is damaged: never counted). ``UserError`` when ``root`` is not a directory."""
+    import pandas as pd
+
+    from . import _args
+
+    _args.check({"root": (root, _args.PATH, False)})
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"root={str(root)!r} is not allowed: no such directory")
@@ -370,37 +467,42 @@ def runs(root: str | Path = "runs"):
         try:
             m = records.read_json(mpath)
             claims = records.read_json(mpath.parent / "claims.json") if (mpath.parent / "claims.json").is_file() else []
+            comp = _completeness(mpath.parent, m)
         except (OSError, ValueError, UserError):  # damaged or unreadable: not a run to list
             continue
         if not isinstance(m, dict) or "study" not in m or not isinstance(claims, list):
             continue
-        req = m.get("request") or {}
-        tally = {v: 0 for v in ("reproduced", "contradicted", "inconclusive", "not applicable")}
-        for c in claims:
-            if isinstance(c, dict) and kind_of(c) == "claim":
-                tally[verdict_of(c)] += 1
-        rows.append({"path": str(mpath.parent), "study": m["study"], "preset": m.get("preset"),
-                     "set": ", ".join(f"{k}={v}" for k, v in (req.get("set") or {}).items()),
-                     "grid": "; ".join(req.get("grid") or []), "seeds": _seeds_text(list(m.get("seeds") or [])),
-                     "n_points": m.get("n_points"), "device": m.get("device"), "code": _code_text(m),
-                     **{k.replace(" ", "_"): n for k, n in tally.items()},
-                     "self_checks": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"),
-                     "self_checks_failed": sum(1 for c in claims if isinstance(c, dict) and kind_of(c) == "self-check"
-                                               and verdict_of(c) == "contradicted"),
-                     "started": m.get("started"), "finished": m.get("finished"),
-                     "seconds": (m.get("sweep") or {}).get("seconds")})
-    cols = ["path", "study", "preset", "set", "grid", "seeds", "n_points", "device", "code", "reproduced",
-            "contradicted", "inconclusive", "not_applicable", "self_checks", "self_checks_failed", "started", "finished", "seconds"]
-    df = pd.DataFrame(rows, columns=cols)
+        row = _run_row(mpath.parent, m, claims)
+        row.update(points_done=comp["done"] if comp else None, complete=comp["complete"] if comp else None)
+        rows.append(row)
+    extra = sorted({k for r in rows for k in r if k not in RUN_COLUMNS})
+    df = pd.DataFrame(rows, columns=RUN_COLUMNS + extra)
+    for col in ("started", "finished"):
+        df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
+    for col in ("n_points", "reproduced", "contradicted", "inconclusive", "not_applicable", "exploratory",
+                "exploratory_reproduced", "self_checks", "self_checks_failed", "points_done"):
+        df[col] = df[col].astype("Int64")
+    df["complete"] = df["complete"].astype("boolean")
+    df["seconds"] = df["seconds"].astype("float64")
+    for col in extra:  # one type per column where the runs agree (an int field stays int)
+        if col.startswith("set.") and df[col].notna().all():
+            df[col] = df[col].convert_dtypes()
     return df.sort_values("started", kind="stable", na_position="last").reset_index(drop=True)
+
+
+def _completeness(run: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    from .studies.integrity import store_completeness
+
+    return store_completeness(run, manifest)
 
 
 @dataclasses.dataclass
 class Comparison:
     """Two runs side by side (:func:`compare`): ``config``, the recorded settings that differ (a
     DataFrame ``study, field, a, b``; empty when they agree), and ``claims``, one row per claim
-    (``study, claim, verdict_a, verdict_b, effect_a, effect_b, interval_a, interval_b, changed,
-    apart``); ``text`` is what ``robustlab compare`` prints."""
+    (``study, claim, kind_a, kind_b, verdict_a, verdict_b, effect_a, effect_b, interval_lo_a,
+    interval_hi_a, interval_lo_b, interval_hi_b, changed, apart``: the interval split as
+    ``Run.claims`` splits it); ``text`` is what ``robustlab compare`` prints."""
 
     config: Any
     claims: Any
@@ -414,7 +516,9 @@ class Comparison:
 def compare(a: str | Path, b: str | Path) -> Comparison:
     """Two runs (or reproduce directories) side by side, as ``robustlab compare`` shows them:
     a :class:`Comparison` holding two DataFrames, ``config`` and ``claims``."""
+    from . import _args
     from .report.compare import claims_table, compare_dirs, compare_text, config_table
 
+    _args.check({"a": (a, _args.PATH, False), "b": (b, _args.PATH, False)})
     sa, sb, rows = compare_dirs(a, b)
     return Comparison(config_table(sa, sb), claims_table(rows), compare_text(sa, sb, rows))

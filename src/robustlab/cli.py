@@ -8,6 +8,7 @@ directory is created.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -357,7 +358,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(console_text([sec], seconds={sec.name: time.perf_counter() - t0}, verbose=args.verbose))
     pts = summary["points"]
     print(f"report: {run.out}/report.html  ·  {pts['done']}/{pts['planned']} points done ({pts['failed']} failed)")
-    return _died_exit(summary["failures"], run.out) or _claims_exit(summary["claims"], args.strict)
+    return _died_exit(summary["failures"], run.out) or _failed_exit(sec, run.out) \
+        or _claims_exit(summary["claims"], args.strict)
+
+
+def _failed_exit(section, out) -> int:  # noqa: ANN001 - a StudySection
+    """1, with one line, when no point produced results or the study's claims() or figures()
+    raised or exited (:func:`robustlab.studies.integrity.failure_line`)."""
+    from .studies.integrity import failure_line
+
+    line = failure_line(section.name, section.claims, section.problems, out)
+    if line:
+        print(line, file=sys.stderr)
+        return 1
+    return 0
 
 
 def _died_exit(failures: list[dict], out) -> int:
@@ -470,15 +484,26 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    from . import records
+    from . import reader, records
     from .api import rerun, results_differ
     from .report.console import console_text
 
+    # the record the rerun is compared with must be readable before anything is recomputed
+    fix = f"rebuild it from the run's store with `robustlab report {args.dir}`, then rerun"
+    if args.dir.is_dir() and (args.dir / "manifest.json").exists():
+        try:
+            reader.read_jsonl(args.dir / "results.jsonl", fix=fix)
+        except FileNotFoundError:
+            raise UserError(f"{args.dir / 'results.jsonl'} is missing: {fix}") from None
     run = rerun(args.dir, out=args.out, workers=args.workers, backend=args.backend, quiet=args.quiet)
     print(console_text([run.summary["section"]], verbose=args.verbose))
     differ = results_differ(args.dir / "results.jsonl", run.out / "results.jsonl")
+    from .api import study_file_change
+
+    changed = study_file_change(records.read_json(args.dir / "manifest.json"))
     print(f"rerun of {args.dir} -> {run.out}/report.html; results.jsonl "
-          + ("DIFFERS from the original" if differ else "byte-identical to the original"))
+          + ("DIFFERS from the original" if differ else "byte-identical to the original")
+          + (f" ({changed})" if changed else ""))
     for line in differ:
         print(f"  differs: {line}")
     then = records.read_json(args.dir / "manifest.json").get("host") or {}
@@ -492,7 +517,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"robustlab: rerun differs from the record in {len(differ)} field(s): "
               + ", ".join(d.split(":", 1)[0] for d in differ), file=sys.stderr)
         return 1
-    return _claims_exit(run.claim_dicts, args.strict)
+    return _failed_exit(run.summary["section"], run.out) or _claims_exit(run.claim_dicts, args.strict)
 
 
 def _run_file_record(args: argparse.Namespace) -> dict | None:
@@ -579,10 +604,13 @@ def _add_evaluate_export(sub) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--out", type=Path, default=None,
                    help="write evaluation.csv, per_sample.csv and robust_accuracy.png here (a new directory)")
-    p = sub.add_parser("export", help="a run's results (with their configs) and claims as CSV or Parquet")
-    p.add_argument("dir", type=Path, help="a run directory or a reproduce directory")
-    p.add_argument("--format", default="csv", help="csv (default) or parquet")
-    p.add_argument("--out", type=Path, required=True, help="the results file; the claims go beside it")
+    p = sub.add_parser("export", help="runs' results (with their configs) and claims as one CSV or Parquet "
+                                      "table, or to MLflow")
+    p.add_argument("dir", type=Path, nargs="+", help="run directories or reproduce directories (one or more)")
+    p.add_argument("--format", default="csv", help="csv (default), parquet, or mlflow (pip install "
+                                                   "'robustlab[mlflow]')")
+    p.add_argument("--out", type=Path, required=True,
+                   help="the results file (the claims go beside it); for mlflow, the tracking URI")
     p.add_argument("--force", action="store_true", help="replace existing files")
 
 
@@ -638,6 +666,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .export import export
 
+    if args.format == "mlflow":
+        from .export import export_mlflow
+
+        ids = export_mlflow(args.dir, tracking_uri=str(args.out))
+        print(f"logged {len(ids)} run{'s' if len(ids) != 1 else ''} to MLflow at {args.out}")
+        return 0
     for path in export(args.dir, args.out, fmt=args.format, force=args.force):
         print(f"wrote {path}")
     return 0
@@ -652,13 +686,37 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"robustlab: warning: {text}", file=file or sys.stderr, flush=True)
 
 
+class _Stderr(logging.StreamHandler):
+    """The library's log records (logger ``robustlab``), one line each on the current stderr."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self):  # whatever sys.stderr is at the time (a test may have replaced it)
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     shown = warnings.showwarning
     warnings.showwarning = _one_line_warning
+    log = logging.getLogger("robustlab")  # the library logs; the CLI shows its warnings
+    handler, level = _Stderr(), log.level
+    handler.setLevel(logging.WARNING)
+    log.addHandler(handler)
+    if log.getEffectiveLevel() > logging.WARNING:
+        log.setLevel(logging.WARNING)
     try:
         return _main(argv)
     finally:
         warnings.showwarning = shown
+        log.removeHandler(handler)
+        log.setLevel(level)
 
 
 def _main(argv: list[str] | None) -> int:

@@ -9,24 +9,29 @@ leaves a half-written file.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 import os
 import platform
+import secrets
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .config import UserError
 
 __all__ = [
     "atomic_write_text",
     "atomic_write_bytes",
+    "atomic_write_with",
+    "safe_temp",
     "write_json",
     "read_json",
     "read_manifest",
@@ -38,20 +43,48 @@ __all__ = [
     "code_version",
     "host_info",
     "now_iso",
+    "Provenance",
+    "provenance",
 ]
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same dir, fsync, rename)."""
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def safe_temp(path: str | os.PathLike) -> tuple[int, Path]:
+    """A new temporary file beside ``path``, opened for writing: ``(fd, its path)``.
+
+    Its name is unique and unpredictable (``.NAME.<random>.tmp``), and it is created with
+    ``O_CREAT | O_EXCL | O_NOFOLLOW``: a file or a symbolic link planted under that name makes
+    the open fail instead of being followed or overwritten. Same directory as ``path``, so the
+    final rename is atomic."""
+    path = Path(path)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+        except FileExistsError:
+            continue
+        return fd, tmp
+    raise FileExistsError(f"no free temporary name beside {path}")  # pragma: no cover
+
+
+def atomic_write_with(path: str | os.PathLike, write: Callable[[BinaryIO], Any], *, fsync: bool = True) -> None:
+    """Write ``path`` atomically: ``write(fh)`` fills a :func:`safe_temp` file, which is
+    fsynced (unless ``fsync=False``: a training checkpoint, only time lost if it is) and renamed
+    over ``path``. A rename replaces whatever name ``path`` was (a link is
+    replaced, never written through; a file with other hard links keeps its bytes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = safe_temp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes owner-only files; records are meant to be shared
+            if fsync:
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # records are meant to be shared (umask aside)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -59,6 +92,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a safe temporary in the same dir, fsync, rename)."""
+    atomic_write_with(path, lambda fh: fh.write(data))
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -109,23 +147,12 @@ class DamagedFile(UserError):
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    """Read a JSON record; a damaged one is a :class:`DamagedFile` (one line, exit 2) that
-    names the file and what to do. A ``manifest.json``, ``reproduce.json`` or ``claims.json``
-    is checked against its shape too (:data:`SHAPES`): valid JSON of the wrong shape is
-    damaged as well, and the error names the field."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not text"
-        raise DamagedFile(f"{path} is damaged (not valid JSON: {why}): restore it, or move the "
-                          "directory away to start over") from None
-    if path.name in SHAPES:
-        problem = check_shape(data, SHAPES[path.name])
-        if problem:
-            raise DamagedFile(f"{path} is damaged ({problem}): restore it, or move the directory "
-                              "away to start over")
-    return data
+    """Read a JSON record through the one reader (:func:`robustlab.reader.read_json`): a regular
+    file only, bounded in size and depth, strict JSON, of its shape (:data:`SHAPES`); whatever
+    is wrong is a :class:`DamagedFile` (one line, exit 2) naming the file and the field."""
+    from .reader import read_json as read
+
+    return read(path)
 
 
 # --- shapes of the records -------------------------------------------------------------------
@@ -147,7 +174,17 @@ _MANIFEST = {
 _ANY_MANIFEST = {("?" + k if not k.startswith("?") and k != "study" else k): v for k, v in _MANIFEST.items()}
 _REPRODUCE = {"studies": ["list", "str"], "?preset": "str", "?seed": ("int", "null"),
               "?crashed": "dict", "?timings": "dict", "?resumed": "int"}
-_CLAIMS = ["list", {"id": "str", "?statement": "str", "?verdict": "str", "?evidence": ("dict", "null")}]
+_NUMBER = ("float", "null")
+_CLAIMS = ["list", {"id": "str", "?kind": "str", "?statement": "str", "?verdict": "str", "?passed": "bool",
+                    "?effect": _NUMBER, "?interval": (["list", _NUMBER], "null"),
+                    "?threshold": (_NUMBER[0], "null", ["list", _NUMBER]), "?side": ("str", "null"),
+                    "?level": _NUMBER, "?n": ("int", "null"), "?method": ("str", "null"),
+                    "?seeds": ("int", "null"), "?seeds_needed": ("int", "null"), "?more_seeds": ("int", "null"),
+                    "?conditions": (["list", "dict"], "null"), "?reason": ("str", "null"),
+                    "?control": ("dict", "null"), "?excluded": (["list", "dict"], "null"),
+                    "?across": ("dict", "null"), "?evidence": ("dict", "null"), "?source": ("str", "null"),
+                    "?incomplete": ("dict", "null")}]
+SHAPES_RUN = _MANIFEST  # a run's manifest in full (read_manifest's shape)
 SHAPES: dict[str, Any] = {"manifest.json": _ANY_MANIFEST, "reproduce.json": _REPRODUCE, "claims.json": _CLAIMS}
 
 
@@ -196,11 +233,16 @@ def check_shape(data: Any, shape: Any, where: str = "") -> str | None:
         return None
     alts = shape if isinstance(shape, tuple) else (shape,)
     for a in alts:
+        if isinstance(a, list | dict):  # a list or object of a shape, among alternatives
+            if isinstance(data, list if isinstance(a, list) else dict):
+                return check_shape(data, a, where)
+            continue
         if a == "any":
             return None
         if isinstance(data, _TYPES[a]) and not (a in ("int", "float") and isinstance(data, bool)):
             return None
-    return f"{at} is {_type_word(data)}, expected " + " or ".join(alts)
+    words = [a if isinstance(a, str) else ("list" if isinstance(a, list) else "dict") for a in alts]
+    return f"{at} is {_type_word(data)}, expected " + " or ".join(words)
 
 
 def check_writable(path: str | os.PathLike, *, what: str = "--out") -> None:
@@ -234,7 +276,10 @@ def write_jsonl(path: str | os.PathLike, rows: list[dict]) -> None:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Every row of a JSON-lines record, through the one reader (:func:`robustlab.reader.read_jsonl`)."""
+    from .reader import read_jsonl as read
+
+    return read(path)
 
 
 _PACKAGES = ("robustlab", "torch", "numpy", "scikit-learn", "mlxtend", "matplotlib",
@@ -306,6 +351,27 @@ def study_code(origin: dict[str, Any] | None) -> dict[str, Any]:
     elif o.get("kind") == "package":
         ident["study"].update(package=o.get("package"), version=o.get("version"))
     return ident
+
+
+@dataclasses.dataclass(frozen=True)
+class Provenance:
+    """Who computes a run: the code identity of its study (:func:`study_code`) and its id, the
+    git state of robustlab, the package versions and the host. Computed once when a run starts
+    (:func:`provenance`) and handed to every check and record of that run — the resume check,
+    the mixed-code check, the sitting, the manifest, each stored point — so they all see one
+    identity, even if a study file changes while the run is checked."""
+
+    ident: dict[str, Any]
+    code_id: str
+    git: dict[str, Any]
+    versions: dict[str, str | None]
+    host: dict[str, Any]
+
+
+def provenance(origin: dict[str, Any] | None) -> Provenance:
+    """The :class:`Provenance` of a run of a study from ``origin`` (its ``Study.origin``), now."""
+    ident = study_code(origin)
+    return Provenance(ident, code_id(ident), code_version(), package_versions(), host_info())
 
 
 def code_id(ident: dict[str, Any]) -> str:

@@ -33,9 +33,9 @@ d = 25–196: inconclusive, −0.297 [−0.440, −0.154], its control contradic
 """
 import dataclasses
 
-from robustlab.studies._lazy_common import NON_LAZY_C0
 from robustlab.studies.base import Preset
-from robustlab.studies.lazy_adversarial import STUDY as LADV
+from robustlab.studies.lazy.adversarial import STUDY as LADV
+from robustlab.studies.lazy.common import NON_LAZY_C0
 
 _PAPER = LADV.presets["paper"]
 _EPS = _PAPER.grid[0]["eps"]

@@ -3,8 +3,8 @@ C0 = 10, lr 0.1, <= 1000 epochs): the test of whether biases make |f|/||x|| fall
 import dataclasses
 
 from robustlab.studies.base import Preset
-from robustlab.studies.lazy_attack import _SIZES_PAPER
-from robustlab.studies.lazy_attack import STUDY as _LA
+from robustlab.studies.lazy.attack import _SIZES_PAPER
+from robustlab.studies.lazy.attack import STUDY as _LA
 
 _BIAS = Preset(
     {"lr": 0.1, "epochs": 1000, "C0": 10.0},

@@ -2,10 +2,10 @@
 estimate gave for raw-eta-scaling (its effect -1.253 [-1.393, -1.12] against the band [-1.3, -0.7])."""
 import dataclasses
 
-from robustlab.studies._lazy_common import NON_LAZY_C0, RICH_INIT_SCALE
 from robustlab.studies.base import Preset
-from robustlab.studies.lazy_attack import _SIZES_PAPER
-from robustlab.studies.lazy_attack import STUDY as LA
+from robustlab.studies.lazy.attack import _SIZES_PAPER
+from robustlab.studies.lazy.attack import STUDY as LA
+from robustlab.studies.lazy.common import NON_LAZY_C0, RICH_INIT_SCALE
 
 RAW = Preset(
     {"lr": 0.1, "epochs": 1000, "C0": 10.0},

@@ -4,8 +4,8 @@ whether the inputs' growing norm makes |f|/||x|| fall at large d."""
 import dataclasses
 
 from robustlab.studies.base import Preset
-from robustlab.studies.lazy_attack import _SIZES_PAPER
-from robustlab.studies.lazy_attack import STUDY as _LA
+from robustlab.studies.lazy.attack import _SIZES_PAPER
+from robustlab.studies.lazy.attack import STUDY as _LA
 
 _SCALE = Preset(
     {"lr": 0.1, "epochs": 1000, "C0": 10.0},

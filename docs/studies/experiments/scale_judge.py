@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from robustlab.studies.lazy_attack_claims import _exponent
+from robustlab.studies.lazy.attack_claims import _exponent
 
 rs = [json.loads(line) for line in open(sys.argv[1] + "/results.jsonl")]
 S = collections.defaultdict(dict)

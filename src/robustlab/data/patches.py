@@ -221,12 +221,14 @@ def sample_ensemble(spec: PatchSpec, seeds: Sequence[int], n_train: int, n_test:
             stack(trains), stack(tests))
 
 
-def assumption_report(spec: PatchSpec, *, q: float, eps: float) -> dict:
+def assumption_report(spec: PatchSpec, *, q: float, eps: float, gamma: float | None = None) -> dict:
     """Assumption 2.3 of the feature-learning paper (ICLR 2025) as numbers (per sample, in expectation over the draws).
 
     ``alpha_over_beta`` = min α / max β (robust stronger: want ≥ MUCH);
-    ``sum_alpha_q`` = E Σ_p α_p^q over robust patches, ``sum_beta_q`` = E Σ_p β_p^q
-    (non-robust denser: want sum_beta_q ≥ MUCH · sum_alpha_q); ``eps_over_beta`` = ε / max β
+    ``sum_alpha_q`` = E Σ_p α_p^γ over robust patches, ``sum_beta_q`` = E Σ_p β_p^γ
+    (non-robust denser: want sum_beta_q ≥ MUCH · sum_alpha_q), with γ the assumption's density
+    exponent: the rebuttal writes it as its own constant γ; ``gamma=None`` takes γ = q, robustlab's
+    reading (the keys keep their ``_q`` names; ``gamma`` records the exponent used); ``eps_over_beta`` = ε / max β
     (want ≥ 1: the attack can erase the non-robust signal) and ``eps_over_alpha`` = ε / min α
     (want ≤ 1/MUCH: the robust signal survives, and an ℓ∞ attack that also adds ε·u_j of a
     wrong class j cannot outweigh it). ``violations`` lists the ones that fail.
@@ -239,10 +241,12 @@ def assumption_report(spec: PatchSpec, *, q: float, eps: float) -> dict:
 
     a_min, b_max = spec.alpha, spec.beta if spec.beta_max is None else spec.beta_max
     n_beta = spec.P if spec.overlap else spec.n_nonrobust
-    sum_a = spec.n_robust * moment(spec.alpha, spec.alpha_max, q)
-    sum_b = n_beta * moment(spec.beta, spec.beta_max, q)
+    g = q if gamma is None else gamma
+    sum_a = spec.n_robust * moment(spec.alpha, spec.alpha_max, g)
+    sum_b = n_beta * moment(spec.beta, spec.beta_max, g)
     rep = {
         "q": q,
+        "gamma": g,
         "eps": eps,
         "alpha_over_beta": a_min / b_max if b_max > 0 else math.inf,
         "sum_alpha_q": sum_a,
@@ -257,7 +261,8 @@ def assumption_report(spec: PatchSpec, *, q: float, eps: float) -> dict:
     if rep["alpha_over_beta"] < MUCH:
         violations.append(f"robust not stronger: min alpha / max beta = {rep['alpha_over_beta']:.3g} < {MUCH:g}")
     if rep["beta_q_over_alpha_q"] < MUCH:
-        violations.append(f"non-robust not denser: sum beta^q / sum alpha^q = {rep['beta_q_over_alpha_q']:.3g} < {MUCH:g}")
+        violations.append(f"non-robust not denser: sum beta^gamma / sum alpha^gamma = {rep['beta_q_over_alpha_q']:.3g} "
+                          f"< {MUCH:g} (gamma = {g:g})")
     if eps > 0 and rep["eps_over_beta"] < 1:
         violations.append(f"eps below beta: eps / max beta = {rep['eps_over_beta']:.3g} < 1")
     if rep["eps_over_alpha"] > 1 / MUCH:
@@ -267,9 +272,9 @@ def assumption_report(spec: PatchSpec, *, q: float, eps: float) -> dict:
     return rep
 
 
-def check_assumptions(spec: PatchSpec, *, q: float, eps: float, warn: bool = True) -> dict:
+def check_assumptions(spec: PatchSpec, *, q: float, eps: float, warn: bool = True, gamma: float | None = None) -> dict:
     """:func:`assumption_report`, warning (AssumptionWarning) once per violation."""
-    rep = assumption_report(spec, q=q, eps=eps)
+    rep = assumption_report(spec, q=q, eps=eps, gamma=gamma)
     if warn:
         for msg in rep["violations"]:
             warnings.warn(f"Assumption 2.3 (feature learning, ICLR 2025): {msg}", AssumptionWarning, stacklevel=2)

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from .. import records
 from ..config import UserError
-from .html import VERDICT_WORDS, decision_text, verdict_of
+from .html import VERDICT_WORDS, decision_text, kind_of, verdict_of
 
 __all__ = ["Side", "Row", "load_side", "compare_dirs", "compare_text", "manifest_differences", "claims_table",
            "config_table"]
@@ -48,6 +49,21 @@ class Side:
     claims: dict[str, list[dict[str, Any]]]
     seeds: dict[str, list[int]]
     manifests: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # study -> points planned/done/failed/missing, from its store (None: no store to count)
+    completeness: dict[str, dict[str, Any] | None] = dataclasses.field(default_factory=dict)
+
+    def partial(self, study: str) -> str | None:
+        """``points 104/520 done, 0 failed, 416 not run`` when the study's run is partial, else None."""
+        from ..studies.integrity import completeness_text
+
+        c = self.completeness.get(study)
+        return completeness_text(c) if c and not c["complete"] else None
+
+
+def _completeness(run: Path, manifest: dict[str, Any]) -> dict[str, Any] | None:
+    from ..studies.integrity import store_completeness
+
+    return store_completeness(run, manifest)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +118,7 @@ def _outside(effect: Any, interval: Any) -> bool:
 
 def _read_claims(run: Path) -> list[dict[str, Any]]:
     path = run / "claims.json"
-    if not path.is_file():
+    if not os.path.lexists(path):  # whatever stands there is read (a pipe in its place is one line)
         raise UserError(f"dir={str(run)!r} is not allowed: the run has no claims.json "
                         "(unfinished? `robustlab report DIR` rebuilds it)")
     data = records.read_json(path)
@@ -129,14 +145,15 @@ def load_side(path: str | Path) -> Side:
                 seeds[name] = list(manifests[name].get("seeds") or [])
         if not claims:
             raise UserError(f"dir={str(path)!r} is not allowed: the reproduce directory holds no finished study")
-        return Side(path, "reproduce", claims, seeds, manifests)
+        return Side(path, "reproduce", claims, seeds, manifests,
+                    {n: _completeness(path / n, m) for n, m in manifests.items()})
     if (path / "manifest.json").is_file():
         manifest = records.read_json(path / "manifest.json")
         name = manifest.get("study")
         if not name:
             raise UserError(f"dir={str(path)!r} is not allowed: its manifest.json names no study")
         return Side(path, "run", {name: _read_claims(path)}, {name: list(manifest.get("seeds") or [])},
-                    {name: manifest})
+                    {name: manifest}, {name: _completeness(path, manifest)})
     raise UserError(f"dir={str(path)!r} is not allowed: not a robustlab run directory "
                     "(no manifest.json or reproduce.json)")
 
@@ -215,19 +232,34 @@ def config_table(sa: Side, sb: Side):
 
 
 def claims_table(rows: list[Row]):
-    """The claim rows as a DataFrame: ``study, claim, verdict_a, verdict_b, effect_a, effect_b,
-    interval_a, interval_b, changed, apart``."""
+    """The claim rows as a DataFrame: ``study, claim, kind_a, kind_b, verdict_a, verdict_b,
+    effect_a, effect_b, interval_lo_a, interval_hi_a, interval_lo_b, interval_hi_b, changed,
+    apart`` (intervals split into bounds, as :func:`robustlab.api.claims_frame` splits them)."""
     import pandas as pd
 
     def get(c: dict[str, Any] | None, key: str) -> Any:
         return None if c is None else c.get(key)
 
-    return pd.DataFrame([{"study": r.study, "claim": r.claim, "verdict_a": r.verdict_a, "verdict_b": r.verdict_b,
-                          "effect_a": get(r.a, "effect"), "effect_b": get(r.b, "effect"),
-                          "interval_a": get(r.a, "interval"), "interval_b": get(r.b, "interval"),
-                          "changed": r.changed, "apart": r.apart} for r in rows],
-                        columns=["study", "claim", "verdict_a", "verdict_b", "effect_a", "effect_b", "interval_a",
-                                 "interval_b", "changed", "apart"])
+    def bounds(c: dict[str, Any] | None) -> tuple[Any, Any]:
+        iv = get(c, "interval")
+        return (iv[0], iv[1]) if isinstance(iv, list | tuple) and len(iv) == 2 else (None, None)
+
+    cols = ["study", "claim", "kind_a", "kind_b", "verdict_a", "verdict_b", "effect_a", "effect_b",
+            "interval_lo_a", "interval_hi_a", "interval_lo_b", "interval_hi_b", "changed", "apart"]
+    out = []
+    for r in rows:
+        (lo_a, hi_a), (lo_b, hi_b) = bounds(r.a), bounds(r.b)
+        out.append({"study": r.study, "claim": r.claim,
+                    "kind_a": kind_of(r.a) if r.a is not None else None,
+                    "kind_b": kind_of(r.b) if r.b is not None else None,
+                    "verdict_a": r.verdict_a, "verdict_b": r.verdict_b,
+                    "effect_a": get(r.a, "effect"), "effect_b": get(r.b, "effect"),
+                    "interval_lo_a": lo_a, "interval_hi_a": hi_a, "interval_lo_b": lo_b, "interval_hi_b": hi_b,
+                    "changed": r.changed, "apart": r.apart})
+    df = pd.DataFrame(out, columns=cols)
+    for c in ("effect_a", "effect_b", "interval_lo_a", "interval_hi_a", "interval_lo_b", "interval_hi_b"):
+        df[c] = pd.to_numeric(df[c], errors="coerce")
+    return df
 
 
 def _seeds_text(seeds: list[int]) -> str:
@@ -249,6 +281,10 @@ def compare_text(sa: Side, sb: Side, rows: list[Row], *, width: int = 120) -> st
     for study in dict.fromkeys(r.study for r in rows):
         lines.append(f"   {study}: seeds A {_seeds_text(sa.seeds.get(study, []))}, "
                      f"B {_seeds_text(sb.seeds.get(study, []))}")
+        for tag, side in (("A", sa), ("B", sb)):
+            if side.partial(study):
+                lines.append(f"      PARTIAL: {tag} holds {side.partial(study)}: its verdicts rest on an incomplete "
+                             "grid, and a verdict change may be only that")
         diffs = manifest_differences(sa.manifests.get(study, {}), sb.manifests.get(study, {}))
         if not diffs:
             lines.append("      configuration: the same (preset, base config, grid, seeds, code, device)")
@@ -274,8 +310,11 @@ def compare_text(sa: Side, sb: Side, rows: list[Row], *, width: int = 120) -> st
                 lines += textwrap.wrap(f"{tag}: {text}", width, initial_indent=pad, subsequent_indent=pad + "   ")
     changed = sum(r.changed for r in rows)
     apart = sum(r.apart for r in rows)
+    partial = [f"{tag} ({study})" for study in dict.fromkeys(r.study for r in rows)
+               for tag, side in (("A", sa), ("B", sb)) if side.partial(study)]
     lines.append(f"compared {len(rows)} claims: {changed} verdict change{'s' if changed != 1 else ''}, "
                  f"{apart} with effects outside each other's interval; {n_diff} configuration "
-                 f"difference{'s' if n_diff != 1 else ''}")
+                 f"difference{'s' if n_diff != 1 else ''}"
+                 + (f"; PARTIAL runs: {', '.join(partial)}" if partial else ""))
     return "\n".join(lines)
 

@@ -1,11 +1,12 @@
 """What ``robustlab run``, ``reproduce`` and ``report`` print when they end: a summary a
 person reads in a minute, pytest-style.
 
-One header line per study (``lazy-attack  6/6 reproduced  10.9 s``, its self-checks and how
-many controls fail as they must), then one line per claim that is not reproduced (its verdict,
-effect [interval] against the threshold, its control) with the reason under it, and a final
-tally. ``verbose`` (``-v``) adds every claim, reproduced ones too, with the premises' exclusions,
-the statement and the evidence.
+One header line per study (``lazy-attack  6/6 reproduced  10.9 s``, its self-checks, how
+many controls fail as they must, its exploratory readings and warnings counted), then exactly
+one line per paper claim or self-check that is not reproduced (its mark, verdict, effect
+[interval] against the threshold and a short reason, clipped to the width), and a final tally. ``verbose`` (``-v``) gives every claim, reproduced ones too, on
+several lines: its control, the premises' exclusions, the verdict across a knob, the full
+reason, the statement and the evidence (the report holds all of it too).
 
 Reads claim dicts as :meth:`robustlab.studies.base.Claim.to_dict` writes them (``kind``,
 ``verdict``, ``effect``, ``interval``, ``threshold``, ``side``, ``control``, ``excluded``,
@@ -30,7 +31,7 @@ from .text import (
     verdict_of,
 )
 
-__all__ = ["console_text", "study_header", "claim_lines", "tally_line", "MARKS"]
+__all__ = ["console_text", "study_header", "claim_lines", "short_reason", "tally_line", "MARKS"]
 
 # one mark per verdict, as pytest prints one per test
 MARKS = {"reproduced": "✓", "contradicted": "✗", "inconclusive": "?", "not applicable": "-"}
@@ -62,12 +63,23 @@ def study_header(sec: StudySection, seconds: float | None = None) -> str:
     parts = [f"{n_rep}/{len(pc)} reproduced" if pc else "no paper claims"]
     if seconds is not None:
         parts[0] += f"  {_seconds_text(seconds)}"
-    for extra in (self_check_line(sec.claims), _controls_text(sec.claims)):
+    for extra in (self_check_line(sec.claims), _controls_text(sec.claims), _exploratory_text(sec.claims)):
         if extra:
             parts.append(extra)
     if sec.failures:
         parts.append(f"{len(sec.failures)} points failed")
+    if sec.warnings:
+        parts.append(f"{len(sec.warnings)} warning{'s' if len(sec.warnings) != 1 else ''}")
     return f"{sec.name}  " + "  ·  ".join(parts)
+
+
+def _exploratory_text(claims: list[dict[str, Any]]) -> str:
+    """``exploratory 1/3``: how many of the study's open questions read reproduced; one line
+    each only with ``-v`` (they are reported, never counted among the paper's claims)."""
+    exp = [c for c in claims if kind_of(c) == "exploratory"]
+    if not exp:
+        return ""
+    return f"exploratory {sum(verdict_of(c) == 'reproduced' for c in exp)}/{len(exp)}"
 
 
 def _reason(c: dict[str, Any]) -> str:
@@ -77,15 +89,35 @@ def _reason(c: dict[str, Any]) -> str:
     return c.get("reason") or ""
 
 
+def short_reason(c: dict[str, Any]) -> str:
+    """Why a claim is not reproduced, in a few words: the seeds that would decide an
+    inconclusive one, the premise an inapplicable one misses, a contradicted one's reason
+    (else its control); '' for a reproduced claim."""
+    v = verdict_of(c)
+    if v == "reproduced":
+        return ""
+    if v == "inconclusive" and c.get("seeds_needed") is not None:
+        more = f" ({c['more_seeds']} more)" if c.get("more_seeds") is not None else ""
+        return f"about {c['seeds_needed']} seeds{more} would decide it"
+    reason = " ".join((_reason(c) or "").split())
+    if not reason and v == "contradicted" and c.get("control"):
+        reason = control_text(c)
+    return reason
+
+
 def claim_lines(c: dict[str, Any], *, width: int = 110, verbose: bool = False) -> list[str]:
-    """A claim in one line (mark, id, verdict, effect [interval] vs threshold, control), and
-    under it the reason it is not reproduced; with ``verbose`` its exclusions, the verdict
-    across a knob, the statement and the evidence too."""
+    """A claim in one line: mark, id, verdict, effect [interval] vs threshold and, for one not
+    reproduced, a short reason (:func:`short_reason`), clipped to ``width``. With ``verbose``
+    the line carries the control, and the lines under it the reason, exclusions, the verdict
+    across a knob, the statement and the evidence."""
     v = verdict_of(c)
     kind = kind_of(c)
     tag = "" if kind == "claim" else f"[{kind}] "
     head = f"  {MARKS[v]} {tag}{c['id']}  {WORDS[v]}"
     line = head + (f"  {decision_text(c)}" if decision_text(c) else "")
+    if not verbose:
+        why = short_reason(c)
+        return [_clip(line + (f"  —  {why}" if why else ""), width)]
     # a claim never decided on a measurement (a crashed study) has no control to speak of
     ctl = control_text(c) if c.get("effect") is not None or c.get("control") else ""
     more = []
@@ -97,27 +129,16 @@ def claim_lines(c: dict[str, Any], *, width: int = 110, verbose: bool = False) -
     indent = "      "
     if v != "reproduced" and _reason(c):
         more.append(_reason(c))
-    if excluded_text(c) and (verbose or v != "reproduced"):
+    if excluded_text(c):
         more.append(excluded_text(c))
-    if c.get("across") and (verbose or (v != "reproduced" and not _reason_spells_across(c))):
+    if c.get("across"):
         more.append("across " + "; ".join(f"{knob}: " + ", ".join(f"{k} {x}" for k, x in vals.items())
                                          for knob, vals in c["across"].items()))
-    if verbose:
-        more.append("» " + " ".join(str(c.get("statement", "")).split()))
-        more += [f"{k} = {x}" for k, x in format_evidence(c.get("evidence") or {}, limit=100)]
+    more.append("» " + " ".join(str(c.get("statement", "")).split()))
+    more += [f"{k} = {x}" for k, x in format_evidence(c.get("evidence") or {}, limit=100)]
     for text in more:
-        out.extend(textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                                 max_lines=None if verbose else 2, placeholder=" …"))
+        out.extend(textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  "))
     return out
-
-
-def _reason_spells_across(c: dict[str, Any]) -> bool:
-    """Whether the "across" line would add nothing: the reason already gives the verdict at every
-    value of every knob (``10 → reproduced``), or each knob took one value."""
-    reason = _reason(c) or ""
-    if all(len(vals) < 2 for vals in c["across"].values()):
-        return True  # one value: nothing to compare
-    return all(f"{k} → {x}" in reason for vals in c["across"].values() for k, x in vals.items())
 
 
 def _clip(text: str, width: int) -> str:
@@ -149,8 +170,9 @@ def tally_line(sections: list[StudySection]) -> str:
 
 def console_text(sections: list[StudySection], *, seconds: dict[str, float] | None = None,
                  verbose: bool = False, width: int = 110) -> str:
-    """The end-of-run summary: per study a header and its claims that need a look (every claim
-    with ``verbose``), then the tally."""
+    """The end-of-run summary: per study a header and one line per paper claim or self-check
+    that needs a look (every claim, exploratory readings too, at length, with ``verbose``),
+    then the tally."""
     seconds = seconds or {}
     lines: list[str] = []
     for s in sections:
@@ -158,8 +180,9 @@ def console_text(sections: list[StudySection], *, seconds: dict[str, float] | No
         for problem in s.problems:
             lines.append(_clip("  ! " + problem.splitlines()[0], width))
         for c in s.claims:
-            if verbose or verdict_of(c) != "reproduced":
+            if verbose or (verdict_of(c) != "reproduced" and kind_of(c) != "exploratory"):
                 lines.extend(claim_lines(c, width=width, verbose=verbose))
-    lines.append("")
+    if verbose:
+        lines.append("")
     lines.append(tally_line(sections))
     return "\n".join(lines)

@@ -12,36 +12,42 @@ Every study draws through these helpers so that the report reads as one document
   line with its confidence band on log–log axes and puts the slope in the legend;
 * :func:`save` — an atomic, byte-reproducible PNG.
 
-The style (Okabe–Ito colours, which stay distinct for colour-blind readers; no top/right
-spines; light grid; 150 dpi) is set once when this module is imported.
+The house style (Okabe–Ito colours, which stay distinct for colour-blind readers; no top/right
+spines; light grid; 150 dpi) is :data:`STYLE`, applied only inside :func:`style` (a
+``matplotlib.rc_context``): the run's figure step runs in it, and :func:`subplots` and
+:func:`save` enter it too. Figures are :class:`matplotlib.figure.Figure` objects made without
+pyplot, so importing this module or running a study never selects a backend, registers a
+figure with pyplot or changes the caller's rcParams (a notebook's inline plots and style are
+left as they were). ``plt`` is a small stand-in for the pyplot calls studies make
+(``plt.subplots``, ``plt.close``, ``plt.get_cmap``) on that object API.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from cycler import cycler
+from matplotlib import ticker
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from cycler import cycler  # noqa: E402
-from matplotlib import ticker  # noqa: E402
+from .. import records
 
-__all__ = ["plt", "COLORS", "subplots", "label_panels", "log_axes", "mean_band", "theory_line",
+__all__ = ["plt", "STYLE", "style", "COLORS", "subplots", "label_panels", "log_axes", "mean_band", "theory_line",
            "PowerLawFit", "fit_power_law", "loglog_fit", "save"]
 
 # Okabe & Ito (2008): eight colours distinguishable under the common colour-vision deficiencies
 # (yellow last: it is faint on white).
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
 
-plt.rcParams.update({
+STYLE: dict[str, Any] = {
     "figure.dpi": 100, "savefig.dpi": 150, "savefig.facecolor": "white",
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
     "xtick.labelsize": 8, "ytick.labelsize": 8,
@@ -51,15 +57,66 @@ plt.rcParams.update({
     "axes.prop_cycle": cycler(color=COLORS),
     # log-axis ticks from 10^-3 to 10^3 print as 0.05, 2, 300 instead of 5×10^-2, 2×10^0, ...
     "axes.formatter.min_exponent": 3,
-})
+}
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """The house style (:data:`STYLE`) for what is drawn and saved inside; the caller's
+    rcParams are restored on leaving, whatever happened inside."""
+    with matplotlib.rc_context(STYLE):
+        yield
+
+
+_SUBPLOTS_KW = ("sharex", "sharey", "squeeze", "width_ratios", "height_ratios", "subplot_kw",
+                "gridspec_kw")
+
+
+class _Figures:
+    """The pyplot calls studies make, on matplotlib's object API: figures are plain
+    :class:`~matplotlib.figure.Figure` objects (no backend, no pyplot registry), drawn in the
+    house style. Any other attribute is pyplot's own."""
+
+    @staticmethod
+    def figure(**fig_kw: Any) -> Figure:
+        with style():
+            return Figure(**fig_kw)
+
+    @staticmethod
+    def subplots(nrows: int = 1, ncols: int = 1, **kw: Any):
+        sub = {k: kw.pop(k) for k in _SUBPLOTS_KW if k in kw}
+        with style():
+            fig = Figure(**kw)
+            return fig, fig.subplots(nrows, ncols, **sub)
+
+    @staticmethod
+    def close(fig: Any = None) -> None:
+        """Nothing to do: no pyplot registry holds these figures (they go with their last
+        reference); kept for code written against pyplot."""
+
+    @staticmethod
+    def get_cmap(name: str | None = None, lut: int | None = None):
+        cmap = matplotlib.colormaps[name or "viridis"]
+        return cmap.resampled(lut) if lut is not None else cmap
+
+    @staticmethod
+    def get_fignums() -> list[int]:
+        return []  # robustlab's figures are never registered with pyplot
+
+    def __getattr__(self, name: str) -> Any:
+        import matplotlib.pyplot as pyplot  # only for code that asks for more than the above
+
+        return getattr(pyplot, name)
+
+
+plt = _Figures()
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, panel: tuple[float, float] = (3.4, 2.6),
              squeeze: bool = True, **kw: Any):
-    """``plt.subplots`` sized ``panel`` inches per panel, with constrained layout."""
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows),
-                             layout="constrained", squeeze=squeeze, **kw)
-    return fig, axes
+    """Subplots sized ``panel`` inches per panel, with constrained layout."""
+    return plt.subplots(nrows, ncols, figsize=(panel[0] * ncols, panel[1] * nrows),
+                        layout="constrained", squeeze=squeeze, **kw)
 
 
 def label_panels(axes, *, start: str = "a") -> None:
@@ -257,9 +314,9 @@ def save(fig, path: Path) -> None:
     _tidy_log_ticks(fig)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    try:
-        fig.savefig(tmp, bbox_inches="tight", metadata={"Software": None})
+    try:  # a safe temporary (unique name, no link followed), renamed into place
+        with style():
+            records.atomic_write_with(path, lambda fh: fig.savefig(fh, format="png", bbox_inches="tight",
+                                                                   metadata={"Software": None}))
     finally:
         plt.close(fig)
-    os.replace(tmp, path)

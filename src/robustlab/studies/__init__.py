@@ -17,8 +17,8 @@ __all__ = ["REGISTRY", "get_study", "all_studies", "REPRODUCE_ORDER", "REPRODUCE
 REGISTRY: dict[str, str] = {
     "smoke": "robustlab.studies.smoke",
     "feature-learning": "robustlab.studies.feature_learning",
-    "lazy-attack": "robustlab.studies.lazy_attack",
-    "lazy-adversarial": "robustlab.studies.lazy_adversarial",
+    "lazy-attack": "robustlab.studies.lazy.attack",
+    "lazy-adversarial": "robustlab.studies.lazy.adversarial",
     "width-depth-init": "robustlab.studies.width_depth_init",
 }
 

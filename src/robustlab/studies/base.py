@@ -39,12 +39,12 @@ from ..stats import Verdict
 from ..sweep import backends as sweep_backends
 from ..sweep import grid as gridmod
 from ..sweep import lock as runlock
-from ..sweep.runner import SweepOptions, run_sweep
+from ..sweep.runner import Sigint, SweepOptions, run_sweep, study_code
 from ..sweep.store import Store
 from . import integrity
 
 __all__ = ["check_run_dir", "check_reuse", "Study", "Preset", "Claim", "Figure", "Context", "Plan", "plan", "plan_from_manifest",
-           "execute", "finalize", "load"]
+           "execute", "finalize", "load", "PartialRunWarning"]
 
 
 SEEDS_KEY = "n_seeds"  # a grid block's own number of seeds (see Preset)
@@ -362,7 +362,7 @@ def check_run_dir(out: Path) -> None:
     manifest or store is a one-line error, and nothing is overwritten)."""
     out = Path(out)
     records.check_writable(out)
-    integrity.check_no_links(out)
+    integrity.check_own_files(out)
     if (out / "manifest.json").exists():
         records.read_manifest(out / "manifest.json")
     if (out / "store.sqlite").exists():
@@ -394,15 +394,16 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     study's points run)."""
     out = Path(out)
     fresh = not out.exists()
-    _check_out(plan_, out, options, allow_mixed_code)  # before anything is written
+    prov = records.provenance(plan_.study.origin)  # the run's code identity, once: every check sees it
+    _check_out(plan_, out, options, allow_mixed_code, prov)  # before anything is written
     sources = check_reuse(plan_, out, options, reuse)
     sweep_backends.prepare(options)  # e.g. an unreachable Ray address fails here, nothing written
     out.mkdir(parents=True, exist_ok=True)
     try:
         # one writer per run directory: a second one stops here, having written nothing
         with runlock.writer(out):
-            _check_out(plan_, out, options, allow_mixed_code)  # again, now that nobody else writes it
-            _execute_locked(plan_, out, options, fresh, progress_label, record, started, sources,
+            _check_out(plan_, out, options, allow_mixed_code, prov)  # again, now that nobody else writes it
+            _execute_locked(plan_, out, options, fresh, progress_label, record, started, prov, sources,
                             allow_mixed_code)
             if not finalize_later:
                 return finalize(out, plan_.study)
@@ -420,9 +421,10 @@ def execute(plan_: Plan, out: Path, options: SweepOptions, *, progress_label: st
     return {"out": str(out), "finalize": finalize_now}
 
 
-def _check_out(plan_: Plan, out: Path, options: SweepOptions, allow_mixed_code: bool = True) -> None:
-    """``out`` is new, empty, or holds this very run (resumed, by the same code unless
-    ``allow_mixed_code``); else a UserError."""
+def _check_out(plan_: Plan, out: Path, options: SweepOptions, allow_mixed_code: bool = True,
+               prov: records.Provenance | None = None) -> None:
+    """``out`` is new, empty, or holds this very run (resumed, by the same code — ``prov``, the
+    run's provenance, computed here when not given — unless ``allow_mixed_code``); else a UserError."""
     manifest_path = out / "manifest.json"
     integrity.check_no_links(out)
     if manifest_path.exists():
@@ -437,10 +439,10 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions, allow_mixed_code: 
             raise UserError(f"threads={options.threads} is not allowed: the run in --out {str(out)!r} "
                             f"started with threads={old.get('threads', 1)}; resume with that")
         if (out / "store.sqlite").exists():
-            ident = records.study_code(plan_.study.origin)
+            prov = prov or records.provenance(plan_.study.origin)
             with Store(out / "store.sqlite", readonly=True) as store:
                 integrity.check_identity(out, old, store)
-                integrity.check_code(out, old, store, records.code_id(ident), ident, allow_mixed_code)
+                integrity.check_code(out, old, store, prov.code_id, prov.ident, allow_mixed_code)
     elif out.exists() and any(p.name != runlock.LOCK_NAME for p in out.iterdir()):
         raise UserError(f"--out {str(out)!r} exists and is not a robustlab run directory: choose a new --out")
     check_run_dir(out)
@@ -507,14 +509,13 @@ def _sittings(old: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 
 def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
                     progress_label: str | None, record: Mapping[str, Any] | None,
-                    started: Callable[[], None] | None, sources: Sequence[tuple[Path, dict, list[dict]]] = (),
-                    allow_mixed_code: bool = False) -> None:
+                    started: Callable[[], None] | None, prov: records.Provenance,
+                    sources: Sequence[tuple[Path, dict, list[dict]]] = (), allow_mixed_code: bool = False) -> None:
     study = plan_.study
     manifest_path = out / "manifest.json"
-    code_ident = records.study_code(study.origin)
-    code = records.code_id(code_ident)
+    code = prov.code_id
     try:
-        now = integrity.sitting(options, code_ident, allow_mixed_code)
+        now = integrity.sitting(options, prov, allow_mixed_code)
         manifest = {
             "study": study.name,
             "title": study.title,
@@ -532,7 +533,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             "workers": options.workers,
             "threads": options.threads,
             "versions": now["versions"],
-            "code": records.code_version(),
+            "code": prov.git,
             "code_id": code,
             "host": now["host"],
             "started": records.now_iso(),
@@ -575,9 +576,14 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
         if fresh and not _holds_points(out):
             shutil.rmtree(out, ignore_errors=True)
         raise
-    manifest["finished"] = records.now_iso()
-    manifest["sittings"][-1]["finished"] = manifest["finished"]
-    manifest["sweep"] = stats
+    manifest["sittings"][-1]["finished"] = records.now_iso()
+    if old is not None and old.get("sweep") and not stats.get("ran") and not taken:
+        # a resume that found nothing to run: the sweep that did the work keeps its record
+        # (what it ran, its wall time, when the run finished); this sitting is in `sittings`
+        manifest["sweep"], manifest["finished"] = old["sweep"], old.get("finished")
+    else:
+        manifest["finished"] = manifest["sittings"][-1]["finished"]
+        manifest["sweep"] = stats
     records.write_json(manifest_path, manifest)
 
 
@@ -597,14 +603,49 @@ def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
     return keys & have
 
 
+class PartialRunWarning(UserWarning):
+    """:func:`load` read a run that holds fewer finished points than it planned."""
+
+
 def load(out: str | Path) -> pd.DataFrame:
     """The results of a run directory as one DataFrame (one row per result row), in the
-    plan's point order (as results.jsonl)."""
+    plan's point order (as results.jsonl).
+
+    ``df.attrs["completeness"]`` holds the run's points planned, done, failed and missing
+    (``df.attrs["complete"]``: whether every planned point is done); a partial run (killed,
+    with failed points, or an emptied store) also warns (:class:`PartialRunWarning`). A store
+    that is not its manifest's, or whose values were edited since they were written, is a
+    :class:`UserError`, as is a directory that is no run."""
+    import warnings
+
+    if not isinstance(out, str | os.PathLike):
+        raise UserError(f"out={out!r} is not allowed: the path of a run directory")
     out = Path(out)
-    keys = records.read_manifest(out / "manifest.json").get("point_keys", []) \
-        if (out / "manifest.json").exists() else []
+    if not out.is_dir():
+        raise UserError(f"out={str(out)!r} is not allowed: no such directory")
+    if not os.path.lexists(out / "store.sqlite"):
+        raise UserError(f"out={str(out)!r} is not allowed: not a robustlab run directory (no store.sqlite)")
+    manifest = records.read_manifest(out / "manifest.json") if os.path.lexists(out / "manifest.json") else None
+    keys = manifest["point_keys"] if manifest else []
     with Store(out / "store.sqlite", readonly=True) as store:
-        return pd.DataFrame(_flat(_in_plan_order(store.done(), keys)))
+        if manifest is not None:
+            integrity.check_identity(out, manifest, store)
+        done = _in_plan_order(store.done(), keys)
+        integrity.check_values(out, store, done)
+        failed = store.keys("failed")
+    flat = _flat(done)
+    held = integrity.result_rows(out / "results.jsonl")
+    if held > len(flat):  # an emptied or truncated store: not an empty (or smaller) result
+        raise UserError(f"{out / 'store.sqlite'} is not allowed: it holds {len(flat)} result rows and results.jsonl "
+                        f"{held} (emptied, damaged or replaced): restore it, or recompute it with `robustlab rerun {out}`")
+    df = pd.DataFrame(flat)
+    comp = integrity.completeness(manifest, {d["key"] for d in done}, failed) if manifest else None
+    df.attrs["completeness"] = comp
+    df.attrs["complete"] = None if comp is None else comp["complete"]
+    if comp is not None and not comp["complete"]:
+        warnings.warn(f"{out} is a partial run ({integrity.completeness_text(comp)}): its results are "
+                      "incomplete (df.attrs['completeness'] holds the counts)", PartialRunWarning, stacklevel=2)
+    return df
 
 
 def _in_plan_order(done: list[dict[str, Any]], point_keys: list[str]) -> list[dict[str, Any]]:
@@ -632,6 +673,8 @@ def finalize(out: Path, study: Study, *, force: bool = False) -> dict:
     with Store(out / "store.sqlite", readonly=True) as store:
         integrity.check_identity(out, manifest, store, study.config)
         done = _in_plan_order(store.done(), manifest["point_keys"])
+        if not force:  # a value edited in the store is not republished
+            integrity.check_values(out, store, done)
         failures = store.failures()
         code_rows = integrity.code_summary(store.codes(), manifest)
         n_stored = store.count()
@@ -693,20 +736,31 @@ def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
     than a list of Claim is reported as such (a claims-error claim), never hidden. A figure that
     cannot be written for lack of room or permission is an error: the report is not replaced by
     one without it."""
+    sigint = Sigint()
     try:
-        claims = study.claims(df, ctx)
+        with study_code() as sigint:
+            claims = study.claims(df, ctx)
         if not isinstance(claims, list) or not all(isinstance(c, Claim) for c in claims):
             bad = claims if not isinstance(claims, list) else next(c for c in claims if not isinstance(c, Claim))
             raise TypeError(f"study {study.name!r}: claims() must return a list of Claim, got "
                             f"{'a list holding ' if isinstance(claims, list) else ''}{type(bad).__name__}")
-    except Exception as exc:  # a claim that cannot be computed is reported, not hidden
-        problems.append(f"claims could not be computed: {exc!r}")
-        claims = [Claim("claims-error", "the claim checks ran",
+        for c in claims:  # evidence JSON cannot hold (a set, 10**5000, nesting too deep) is the study's error
+            _json_problem(c)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # reported, not hidden (sys.exit too)
+        if isinstance(exc, KeyboardInterrupt) and sigint.seen:
+            raise
+        problems.append(f"{CLAIMS_FAILED}: {exc!r}")
+        claims = [Claim(CLAIMS_ERROR, "the claim checks ran",
                         Verdict(stats.INCONCLUSIVE, reason="the claim checks crashed"),
-                        {"error": repr(exc), "traceback": traceback.format_exc()}, study.source)]
+                        {"error": _short(repr(exc)), "traceback": traceback.format_exc()}, study.source)]
     figures: list[Figure] = []
     try:
-        figures = study.figures(df, ctx)
+        from ..report.plots import style
+
+        # the house style for this step only (the caller's rcParams come back after), and the
+        # study's own code guarded as claims() is
+        with style(), study_code() as sigint:
+            figures = study.figures(df, ctx)
         if not isinstance(figures, list) or not all(isinstance(f, Figure) for f in figures):
             raise TypeError(f"study {study.name!r}: figures() must return a list of Figure, got "
                             f"{type(figures).__name__}")
@@ -714,10 +768,36 @@ def _claims_and_figures(study: Study, df: pd.DataFrame, ctx: Context,
         raise UserError(f"{ctx.figdir} cannot be written ({exc.strerror or exc}); report.html, claims.json "
                         "and results.jsonl were left as they are: fix it and run `robustlab report "
                         f"{ctx.out}`") from None
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt) and sigint.seen:
+            raise
         figures = []
-        problems.append(f"figures could not be drawn: {exc!r}\n{traceback.format_exc()}")
+        problems.append(f"{FIGURES_FAILED}: {exc!r}\n{traceback.format_exc()}")
     return claims, figures
+
+
+CLAIMS_ERROR = "claims-error"  # the claim that stands for a claims() that failed
+CLAIMS_FAILED = "claims could not be computed"  # the problem line it leaves (failure_line reads it)
+FIGURES_FAILED = "figures could not be drawn"
+
+
+def _short(text: str, n: int = 500) -> str:
+    return text if len(text) <= n else text[:n] + "…"
+
+
+def _json_problem(claim: Claim) -> None:
+    """A TypeError naming the claim when claims.json cannot hold it (its evidence holds a set,
+    an object, an integer too large to write, or nests too deep)."""
+    from ..reader import depth_problem
+
+    try:
+        records.dumps(claim.to_dict())
+        deep = depth_problem([claim.to_dict()])  # as claims.json nests it: what the reader would refuse
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TypeError(f"claim {claim.id!r}: its evidence cannot be written as JSON "
+                        f"({type(exc).__name__}: {_short(str(exc), 120)})") from None
+    if deep:
+        raise TypeError(f"claim {claim.id!r}: its evidence cannot be read back from claims.json ({deep})")
 
 
 def _declared(study: Study, claim: Claim) -> Claim:

@@ -20,7 +20,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,9 @@ from typing import Any
 from .. import records
 from ..config import UserError, config_hash
 
-__all__ = ["SAFE_NAME", "check_study_name", "OWN_FILES", "check_no_links", "identity", "check_identity",
-           "guard_rewrite", "completeness", "mark_incomplete", "check_code", "sitting", "code_summary"]
+__all__ = ["SAFE_NAME", "check_study_name", "OWN_FILES", "check_no_links", "check_own_files", "identity", "check_identity",
+           "guard_rewrite", "completeness", "mark_incomplete", "check_code", "sitting", "code_summary",
+           "failure_line", "check_values", "store_completeness"]
 
 # letters, digits, '-', '_' and '.', starting with a letter or digit, no '..': a study's name
 # becomes a directory name (runs/NAME-TIME, a reproduce directory's NAME/)
@@ -54,6 +57,33 @@ def check_no_links(out: Path) -> None:
         if p.is_symlink():
             raise UserError(f"{p} is not allowed: it is a symbolic link (robustlab writes only its own "
                             "plain files in a run directory); remove it")
+
+
+# the files robustlab writes in place (SQLite writes the store and its journal itself, and the
+# lock names its holder there): a writer refuses them with other hard links (a user's file)
+_WRITTEN_IN_PLACE = ("store.sqlite", "store.sqlite-journal", ".lock")
+
+
+def check_own_files(out: Path) -> None:
+    """Before a writer touches ``out``: no own file of robustlab there is a symbolic link, none
+    is anything but a regular file (a named pipe would block), and none written in place has
+    other hard links (writing it would change a file outside the run)."""
+    check_no_links(out)
+    for name in OWN_FILES:
+        p = Path(out) / name
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            continue
+        if name in ("figures", "checkpoints"):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{p} is not allowed: it is not a regular file (a named pipe, device or directory); "
+                            "restore the run's own file, or move the directory away")
+        if name in _WRITTEN_IN_PLACE and st.st_nlink > 1:
+            fix = "remove it" if name == ".lock" else "restore the run's own file"
+            raise UserError(f"{p} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
+                            f"writes only its own plain files in a run directory); {fix}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,13 +128,71 @@ def check_identity(out: Path, manifest: Mapping[str, Any], store: Any, config: A
 
 
 # ---------------------------------------------------------------------------------------------
+# the store's values against what was written when each point finished, and against results.jsonl
+
+def check_values(out: Path, store: Any, done: Sequence[Mapping[str, Any]] | None = None) -> None:
+    """The store's points hold what was written when each finished (their checksums), and every
+    point that results.jsonl holds has the same rows in the store (``done``: the store's finished
+    points, read already). A value edited in the store is refused in one line, not republished
+    into results.jsonl, claims.json and the figures."""
+    where = Path(out) / "store.sqlite"
+    fix = (f"restore the store (or results.jsonl) from a copy, or recompute the run with "
+           f"`robustlab rerun {out}`")
+    bad = store.tampered()
+    if bad:
+        raise UserError(f"{where} is not allowed: {len(bad)} of its points do not match the checksum written when "
+                        f"they finished (point {bad[0]}: a value edited or damaged in the store): {fix}")
+    results = Path(out) / "results.jsonl"
+    if not os.path.lexists(results):
+        return
+    from ..reader import jsonl_rows
+
+    try:
+        rows, _ = jsonl_rows(results)
+    except (OSError, UserError):
+        return  # damaged or not a file: rebuilt from the store (guard_rewrite decides)
+    held: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if isinstance(r.get("point"), str):
+            held.setdefault(r["point"], []).append(r)
+    if not held:
+        return
+    stored = {d["key"]: [{**d["params"], **r, "point": d["key"]} for r in d["rows"]]
+              for d in (done if done is not None else store.done())}
+    differ = [k for k, rs in held.items() if k in stored and json_text(stored[k]) != json_text(rs)]
+    if differ:
+        raise UserError(f"{where} is not allowed: {len(differ)} of its points differ from the rows results.jsonl "
+                        f"holds for them (point {differ[0]}): the store or results.jsonl was edited; {fix}")
+
+
+def json_text(rows: Any) -> str:
+    """Rows as the records write them (sorted keys): equal texts, equal records."""
+    return records.dumps(rows, sort_keys=True)
+
+
+def store_completeness(out: Path, manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Points planned, done, failed and missing of the run in ``out``, read from its store
+    (None: it has none, or the manifest is not a run's in full). What every reader says of a
+    partial run."""
+    from ..sweep.store import Store
+
+    if not os.path.lexists(Path(out) / "store.sqlite") or records.check_shape(manifest, records.SHAPES_RUN):
+        return None
+    with Store(Path(out) / "store.sqlite", readonly=True) as st:
+        return completeness(manifest, st.keys("done"), st.keys("failed"))
+
+
+# ---------------------------------------------------------------------------------------------
 # never rewrite the derived files from a smaller store
 
-def _lines(path: Path) -> int:
+def result_rows(path: Path) -> int:
+    """The result rows ``path`` holds: its lines that are JSON objects (a garbage line, a
+    truncated write, or a pipe in its place holds none; the store rebuilds the file)."""
+    from ..reader import jsonl_rows
+
     try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except OSError:
+        return len(jsonl_rows(path)[0])
+    except (OSError, UserError):
         return 0
 
 
@@ -115,7 +203,7 @@ def guard_rewrite(out: Path, n_rows: int, n_points: int, *, force: bool = False)
     if force:
         return
     out = Path(out)
-    held = _lines(out / "results.jsonl")
+    held = result_rows(out / "results.jsonl")
     fix = (f"restore store.sqlite, or recompute it with `robustlab rerun {out}`, or pass --force to "
            "rewrite them from the store as it is")
     if held > n_rows:
@@ -233,11 +321,12 @@ def _legacy_text(manifest: Mapping[str, Any] | None, cid: str) -> str:
     return f"code {cid}"
 
 
-def sitting(options: Any, code_ident: dict[str, Any], allow_mixed: bool) -> dict[str, Any]:
-    """One entry of the manifest's ``sittings``: when, with which code, versions and host."""
-    return {"started": records.now_iso(), "finished": None, "code_id": records.code_id(code_ident),
-            "code": code_ident, "allow_mixed_code": bool(allow_mixed), "versions": records.package_versions(),
-            "host": records.host_info(), "workers": options.workers, "backend": options.backend}
+def sitting(options: Any, prov: records.Provenance, allow_mixed: bool) -> dict[str, Any]:
+    """One entry of the manifest's ``sittings``: when, with which code, versions and host (the
+    run's :class:`~robustlab.records.Provenance`)."""
+    return {"started": records.now_iso(), "finished": None, "code_id": prov.code_id,
+            "code": prov.ident, "allow_mixed_code": bool(allow_mixed), "versions": prov.versions,
+            "host": prov.host, "workers": options.workers, "backend": options.backend}
 
 
 def code_summary(store_codes: Mapping[str | None, int], manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -251,3 +340,29 @@ def code_summary(store_codes: Mapping[str | None, int], manifest: Mapping[str, A
              "code": records.code_text(known[c]) if c in known else _legacy_text(manifest, c)}
             for c, n in merged.items()]
     return sorted(rows, key=lambda r: -r["points"])
+
+
+# ---------------------------------------------------------------------------------------------
+# a run that produced nothing, or whose study code failed, does not end well
+
+def failure_line(name: str, claims: Sequence[Mapping[str, Any]], problems: Sequence[str], out: Any) -> str | None:
+    """The one line a run, report or rerun ends with when it must not exit 0 (None: it may): no
+    point produced results, or the study's ``claims()`` or ``figures()`` raised or exited."""
+    from .base import CLAIMS_ERROR, FIGURES_FAILED
+
+    report = f"{out}/report.html" if out is not None else "the report"
+    by_id = {c.get("id"): c for c in claims if isinstance(c, Mapping)}
+    if "no-results" in by_id:
+        failed = (by_id["no-results"].get("evidence") or {}).get("failed_points")
+        why = f" ({failed} failed)" if failed else ""
+        return (f"robustlab: error: {name}: no point produced results{why}: nothing to check; see "
+                f"{report}, fix the study, then re-run with --retry-failed")
+    if CLAIMS_ERROR in by_id:
+        err = str((by_id[CLAIMS_ERROR].get("evidence") or {}).get("error", "?"))
+        return (f"robustlab: error: {name}: the study's claims() failed ({' '.join(err.split())[:200]}): "
+                f"no claim was checked; see {report}")
+    for p in problems:
+        if p.startswith(FIGURES_FAILED):
+            first = " ".join(p.split("\n", 1)[0].split())[:200]
+            return f"robustlab: error: {name}: the study's {first}; see {report}"
+    return None

@@ -14,7 +14,6 @@ measurement. The result:
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,8 @@ def _claims_of(run: Path) -> dict[tuple[str, str], dict[str, Any]]:
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for path in sorted(run.glob("*/claims.json")):
         try:
-            claims = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+            claims = records.read_json(path)  # the one reader: a pipe or damage there is one line
+        except OSError as exc:
             raise UserError(f"{path}: cannot be read ({exc.__class__.__name__}); run `robustlab report {run}`") from exc
         for c in claims if isinstance(claims, list) else []:
             if isinstance(c, dict) and "id" in c:

@@ -19,6 +19,7 @@ terminal either way). Re-running into the same directory resumes: finished point
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import sqlite3
 import sys
@@ -42,6 +43,8 @@ from . import REGISTRY, REPRODUCE_ORDER, REPRODUCE_RUN_ORDER, external, get_stud
 from .base import Claim, Plan, Study, check_run_dir, execute, finalize, plan
 
 __all__ = ["reproduce", "rebuild", "resolve_studies"]
+
+_log = logging.getLogger(__name__)  # diagnostics; the CLI shows them on stderr (cli.main)
 
 
 def resolve_studies(names: list[str] | None) -> list[Study]:
@@ -267,8 +270,7 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     with ThreadPoolExecutor(1, thread_name_prefix="robustlab-finalize") as drawer:
         try:
             for i, p in enumerate(plans, 1):
-                label = f"[{i}/{len(plans)}] {p.study.name}"
-                _say(f"{label}: {len(p.points)} points", quiet)
+                label = f"[{i}/{len(plans)}] {p.study.name}"  # the progress bar's; a line when done
                 ts = time.perf_counter()
                 fut: Future = Future()
                 try:
@@ -298,8 +300,8 @@ def _reproduce_locked(out: Path, plans: list[Plan], meta: dict[str, Any], option
     print(console_text(sections, seconds=meta["timings"], verbose=verbose))
     print(f"report: {path.resolve()}  (preset {preset}, {meta['seconds']:.1f} s)")
     if crashed:
-        print(f"robustlab: {len(crashed)} stud{'y' if len(crashed) == 1 else 'ies'} crashed "
-              f"({', '.join(crashed)}); see the report", file=sys.stderr)
+        _log.warning(f"robustlab: {len(crashed)} stud{'y' if len(crashed) == 1 else 'ies'} crashed "
+                     f"({', '.join(crashed)}); see the report")
         return 1
     return _exit_code(sections, strict)
 
@@ -308,17 +310,24 @@ def _exit_code(sections: list[report_html.StudySection], strict: bool) -> int:
     """1 when a self-check does not hold (robustlab's own code is wrong: always), or, with
     ``strict``, unless every paper claim is reproduced and every self-check holds; else 0."""
     every = [c for s in sections for c in s.claims]
+    from .integrity import failure_line
+
+    for s in sections:  # no point produced results, or claims()/figures() failed: not a success
+        line = failure_line(s.name, s.claims, s.problems, None)
+        if line:
+            print(line, file=sys.stderr)
+            return 1
     broken = report_html.self_check_failures(every)
     if broken:
-        print("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
-              + " (robustlab's own code is wrong; see the report)", file=sys.stderr)
+        _log.warning("robustlab: self-check failed: " + ", ".join(c["id"] for c in broken)
+                     + " (robustlab's own code is wrong; see the report)")
         return 1
     if strict and report_html.strict_failures(every):
         from .integrity import incomplete_line
 
         line = incomplete_line(every)
         if line:
-            print(line, file=sys.stderr)
+            _log.warning(line)
         return 1
     return 0
 

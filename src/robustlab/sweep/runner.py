@@ -40,7 +40,7 @@ from ..config import Config, UserError, config_hash
 from .store import Store
 
 __all__ = ["SweepOptions", "check_threads", "run_sweep", "group_points", "costliest_first", "run_group", "failed_entries",
-           "intra_op_threads", "captured_warnings", "seeded_globals", "BACKENDS"]
+           "intra_op_threads", "captured_warnings", "study_code", "Sigint", "MAX_DEPTH", "seeded_globals", "BACKENDS"]
 
 BACKENDS = ("local", "ray")
 # what runs a sweep's groups on a backend into the store and returns how many points failed:
@@ -180,28 +180,62 @@ def seeded_globals(seed: int) -> Iterator[None]:
         random.setstate(saved[3])
 
 
+# how deep a point's result may nest (a row's dict is level 1): deeper is no table's cell, and
+# would overflow the recursion of the JSON writer
+MAX_DEPTH = 32
+
+
 def _first_nonfinite(rows: list[dict]) -> str | None:
-    """Where the first NaN/inf sits in a point's rows (they would be stored as null)."""
-    def bad(v: Any) -> bool:
+    """Where the first value that is not a finite number sits in a point's rows (NaN or inf as a
+    float, inside a torch tensor, a numpy array, a nested dict or list; an integer too large
+    for a float): the store would hold null there, or fail to write it."""
+    def bad(v: Any, depth: int) -> str | None:
+        if depth > MAX_DEPTH:
+            raise TypeError(f"a point's result nests deeper than {MAX_DEPTH} levels")
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return None
         if isinstance(v, float):
-            return not math.isfinite(v)
+            return None if math.isfinite(v) else repr(v)
+        if isinstance(v, int):
+            try:
+                float(v)
+            except OverflowError:
+                return "an integer too large for a float"
+            return None
+        if isinstance(v, dict):
+            return next((b for x in v.values() if (b := bad(x, depth + 1))), None)
         if isinstance(v, list | tuple):
-            return any(bad(x) for x in v)
-        return False
+            return next((b for x in v if (b := bad(x, depth + 1))), None)
+        if hasattr(v, "tolist") and not isinstance(v, bytes):  # numpy and torch values, arrays and scalars
+            try:
+                return bad(v.tolist(), depth)
+            except (TypeError, ValueError, RuntimeError):
+                return None  # not numbers: the writer's type check decides
+        return None
 
     for i, r in enumerate(rows):
         for k, v in r.items():
-            if bad(v):
-                return f"non-finite {k}={v} in row {i}"
+            b = bad(v, 1)
+            if b:
+                return f"{k} in row {i} is {b}" if b.startswith("an integer") else f"non-finite {k}={b} in row {i}"
     return None
 
 
 def _check_rows(out: Any) -> list[dict]:
-    """The rows of one point, checked to be a list of JSON-able dicts."""
+    """The rows of one point, checked to be a list of dicts nested at most :data:`MAX_DEPTH` deep."""
     if not isinstance(out, list) or not all(isinstance(r, dict) for r in out):
         raise TypeError(f"a point's result must be a list of dicts or an Exception, got {type(out).__name__}")
-    records.dumps(out)  # raises TypeError for what the store could not hold
+    _first_nonfinite(out)  # raises TypeError for a result nested too deep
     return out
+
+
+def _storable(rows: list[dict]) -> bool:
+    """Whether the store can hold ``rows`` as JSON."""
+    try:
+        records.dumps(rows)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def failed_entries(group: list[Config], reason: str, tb: str | None, seconds: float = 0.0) -> list[dict]:
@@ -256,15 +290,53 @@ def captured_warnings() -> Iterator[list[str]]:
                     found.append(line)
 
 
+class Sigint:
+    """Whether a real SIGINT (Ctrl-C) arrived while study code ran (:func:`study_code`)."""
+
+    seen = False
+
+
+@contextlib.contextmanager
+def study_code() -> Iterator[Sigint]:
+    """Run study code (a group's points, ``claims()``, ``figures()``): ``SystemExit`` and
+    ``KeyboardInterrupt`` raised there are the study's failures, caught as such by the caller,
+    but a real Ctrl-C must still stop the run. In the main thread, where SIGINT has Python's
+    default handler, a handler that notes the signal is installed for the body (``.seen``);
+    elsewhere (a worker ignores SIGINT: the driver ends it) no signal can arrive."""
+    import signal
+    import threading
+
+    seen = Sigint()
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield seen
+        return
+
+    def noted(signum, frame):  # noqa: ANN001
+        seen.seen = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config], device: str,
                threads: int | None) -> list[dict]:
     t0 = time.perf_counter()
+    sigint = Sigint()
     try:
-        with intra_op_threads(threads), seeded_globals(group[0].seed):
+        with intra_op_threads(threads), seeded_globals(group[0].seed), study_code() as sigint:
             outcomes = fn(group, device)
-        if len(outcomes) != len(group):
-            raise RuntimeError(f"study returned {len(outcomes)} results for {len(group)} points")
-    except Exception as exc:  # noqa: BLE001 - the failure is data, recorded in the store
+            if not isinstance(outcomes, list | tuple):
+                raise TypeError(f"study returned {type(outcomes).__name__}, not a list of results")
+            if len(outcomes) != len(group):
+                raise RuntimeError(f"study returned {len(outcomes)} results for {len(group)} points")
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the failure is data, in the store
+        if isinstance(exc, KeyboardInterrupt) and sigint.seen:
+            raise  # a real Ctrl-C: the run stops (finished points are kept)
         tb = traceback.format_exc()
         return failed_entries(group, f"{type(exc).__name__}: {exc}", tb,
                               (time.perf_counter() - t0) / len(group))
@@ -286,8 +358,14 @@ def _run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config]
             continue
         bad = _first_nonfinite(rows)
         if bad:
-            # kept for inspection; load() and results.jsonl only read points that are done
-            entry.update(status="failed", rows=rows, reason=f"NumericalError: {bad}", traceback=None)
+            # kept for inspection where the store can hold them; load() and results.jsonl only
+            # read points that are done
+            entry.update(status="failed", rows=rows if _storable(rows) else [],
+                         reason=f"NumericalError: {bad}", traceback=None)
+        elif not _storable(rows):
+            entry.update(status="failed", rows=[], traceback=None,
+                         reason="TypeError: a point's result must hold numbers, strings, true/false, null, "
+                                "lists and dicts (JSON), got something else")
         else:
             entry.update(status="done", rows=rows)
         entries.append(entry)

@@ -14,13 +14,16 @@ store copied in from another run is refused rather than reported as this one.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
+import stat
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from .. import records
+from .. import reader, records
 from ..config import UserError
 
 __all__ = ["Store", "StoreError"]
@@ -35,7 +38,8 @@ CREATE TABLE IF NOT EXISTS points (
     traceback TEXT,
     seconds REAL,
     warnings TEXT,
-    code TEXT
+    code TEXT,
+    checksum TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (
     name TEXT PRIMARY KEY,
@@ -44,7 +48,14 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 # columns added since the first stores: an old store gets them (NULL for its points) when it is
 # opened for writing, and reads as NULL through a read-only connection
-_LATER_COLUMNS = ("warnings", "code")
+_LATER_COLUMNS = ("warnings", "code", "checksum")
+
+
+def checksum(key: str, params: str, status: str, rows: str) -> str:
+    """sha256 (16 hex) of a point's record as stored (its key, params and rows as JSON text, its
+    status): written when the point finishes, so that a value edited in the store afterwards is
+    found (:meth:`Store.tampered`) instead of republished."""
+    return hashlib.sha256("\0".join((key, params, status, rows)).encode("utf-8")).hexdigest()[:16]
 
 
 class StoreError(UserError):
@@ -60,15 +71,32 @@ def _store_error(path: Path, exc: Exception) -> StoreError:
     return StoreError(f"{path} is damaged ({text}): move it away to start over, or restore it")
 
 
+def _check_plain(p: Path, *, writing: bool) -> None:
+    """``p`` is absent or a regular file of its own: a symbolic link (SQLite would follow it and
+    write outside the run directory), a named pipe or device (opening it would block), or, for a
+    writer, a file with other hard links (a user's file linked in) is a :class:`StoreError`."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise StoreError(f"{p} is not allowed: it is a symbolic link (robustlab writes only "
+                         "its own plain files in a run directory); remove it")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{p} is not allowed: it is not a regular file (a named pipe, device or "
+                         "directory); restore the run's own file, or move the directory away")
+    if writing and st.st_nlink > 1:
+        raise StoreError(f"{p} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
+                         "writes only its own plain files in a run directory); restore the run's own file")
+
+
 class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False, code: str | None = None):
         self.path = Path(path)
         self.conn = None
         self.code = code  # the code id given to points recorded without one
         for p in (self.path, Path(f"{self.path}-journal")):
-            if p.is_symlink():  # SQLite would follow it and write outside the run directory
-                raise StoreError(f"{p} is not allowed: it is a symbolic link (robustlab writes only "
-                                 "its own plain files in a run directory); remove it")
+            _check_plain(p, writing=not readonly)
         try:
             self._open(readonly)
         except sqlite3.Error as exc:
@@ -124,7 +152,7 @@ class Store:
         if not self._has_meta:
             return None
         row = self.conn.execute("SELECT value FROM meta WHERE name='identity'").fetchone()
-        return json.loads(row[0]) if row else None
+        return reader.loads(row[0], self.path, where="its run identity") if row else None
 
     def set_identity(self, ident: dict[str, Any]) -> None:
         """Record the run identity (a writer, once, when the store is new or from before them)."""
@@ -162,20 +190,22 @@ class Store:
         """
         conflict = ("ON CONFLICT(key) DO UPDATE SET params=excluded.params, status=excluded.status, "
                     "rows=excluded.rows, reason=excluded.reason, traceback=excluded.traceback, "
-                    "seconds=excluded.seconds, warnings=excluded.warnings, code=excluded.code WHERE points.status='failed'"
+                    "seconds=excluded.seconds, warnings=excluded.warnings, code=excluded.code, checksum=excluded.checksum "
+                    "WHERE points.status='failed'"
                     if replace_failed else "ON CONFLICT(key) DO NOTHING")
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
             for e in entries:
+                params = records.dumps(e["params"], sort_keys=True)
+                rows = records.dumps(e.get("rows", []), sort_keys=True)
                 cur.execute(
-                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings, code) "
-                    f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
-                    (e["key"], records.dumps(e["params"], sort_keys=True), e["status"],
-                     records.dumps(e.get("rows", []), sort_keys=True), e.get("reason"),
+                    "INSERT INTO points (key, params, status, rows, reason, traceback, seconds, warnings, code, "
+                    f"checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) {conflict}",
+                    (e["key"], params, e["status"], rows, e.get("reason"),
                      e.get("traceback"), e.get("seconds"),
                      records.dumps(e["warnings"]) if e.get("warnings") else None,
-                     e.get("code") or self.code),
+                     e.get("code") or self.code, checksum(e["key"], params, e["status"], rows)),
                 )
             cur.execute("COMMIT")
         except sqlite3.OperationalError as exc:  # disk full, read-only, I/O: the machine's, not ours
@@ -188,16 +218,27 @@ class Store:
             raise
 
     def _select(self, status: str) -> list[dict[str, Any]]:
-        warn, code = (c if c in self._columns else "NULL" for c in _LATER_COLUMNS)  # an old store, read-only
+        warn, code, _ = (c if c in self._columns else "NULL" for c in _LATER_COLUMNS)  # an old store, read-only
         cur = self.conn.execute(
             f"SELECT key, params, rows, reason, traceback, seconds, {warn}, {code} FROM points WHERE status=? "
             "ORDER BY rowid", (status,))
         try:
-            return [{"key": k, "params": json.loads(p), "rows": json.loads(r), "reason": reason,
+            return [{"key": k, "params": reader.loads(p, self.path, where=f"point {k}"),
+                     "rows": reader.loads(r, self.path, where=f"point {k}"), "reason": reason,
                      "traceback": tb, "seconds": s, "warnings": json.loads(w) if w else [], "code": c}
                     for k, p, r, reason, tb, s, w, c in cur]
         except (json.JSONDecodeError, sqlite3.Error) as exc:  # bytes damaged inside a record
             raise _store_error(self.path, exc) from None
+
+    def tampered(self) -> list[str]:
+        """Keys of the points whose stored record no longer matches the checksum written when
+        they finished (a value edited in the store, or damaged bytes); points recorded before
+        checksums have none to check."""
+        if "checksum" not in self._columns:
+            return []
+        cur = self.conn.execute("SELECT key, params, status, rows, checksum FROM points WHERE checksum IS NOT NULL "
+                                "ORDER BY rowid")
+        return [k for k, p, s, r, c in cur if checksum(k, p, s, r) != c]
 
     def done(self) -> list[dict[str, Any]]:
         return self._select("done")

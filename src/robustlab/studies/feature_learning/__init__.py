@@ -15,6 +15,9 @@ Sub-experiments share one grid, told apart by the ``experiment`` field:
 * ``eps`` — the ε spectrum from 0 (ε = 0 must reproduce standard training exactly);
 * ``activation`` / ``attack`` / ``basis`` / ``overlap`` — the reviewers' extensions (ReLU and
   GELU; FGSM and multi-step PGD training; rotated features; overlapping patches);
+* ``regime`` — the regime search toward the rebuttal's orders (issue 52, ``--preset regime``): does
+  one-step adversarial training reach its phase 2 (the perturbation saturating while the loss is
+  Θ(1))? The theorem's claims are decided only on runs that do (premise ``phase-2``);
 * ``images`` — a small CNN on the embedded digits / mnist5k (or MNIST, CIFAR-10, SVHN from
   ``--data-dir``): standard vs ℓ∞-PGD adversarial training, and Ilyas et al. 2019's
   non-robust-dataset test on the standard model.
@@ -91,6 +94,7 @@ from .presets import (
     PAPER_GRID,
     PAPER_MNIST_GRID,
     QUICK_GRID,
+    REGIME_GRID,
     SOURCE,
     FeatureLearningConfig,
 )
@@ -116,6 +120,15 @@ STUDY = Study(
         "mechanism": Preset({}, MECHANISM_GRID, n_seeds=3,
                             description="one-step adversarial training at quick scale over the theorem's knobs "
                                         "(ε × m grid; σ₀, P, q, training length one at a time), judged inside span{v}"),
+        "regime": Preset({}, REGIME_GRID, n_seeds=2,
+                         description="the regime search toward the rebuttal's orders: d in {64, 256, 1024}, sigma_n = "
+                                     "1/sqrt d, N = d, alpha = 4, beta = eps = 1, P = 129, sigma0 = 1/d, lr 0.3 x 1000 "
+                                     "steps, eta~ in {1, 10, 100, 1000}, k in {2, 5}; standard beside each (d, k); "
+                                     "is phase 2 reached?"),
+        "regime-d64": Preset({}, [b for b in REGIME_GRID if b["d"] == [64]], n_seeds=2,
+                             description="the regime search at d = 64 only (a slice)"),
+        "regime-d256": Preset({}, [b for b in REGIME_GRID if b["d"] == [256]], n_seeds=2,
+                              description="the regime search at d = 256 only (a slice)"),
         "paper-mnist": Preset(PAPER_BASE, PAPER_MNIST_GRID, n_seeds=5,
                               description="A6 on the full MNIST (60,000 training images), the paper preset's "
                                           "mnist5k protocol: needs --data-dir, a folder holding mnist.pkl.gz "

@@ -48,6 +48,13 @@ SLOPE_TOL = 0.25  # A3b: |slope − (−1)| <= 0.25 (see dynamics.SLOPE_BAND)
 ACTIVE_MIN = 0.05
 SATURATED = 0.5  # the perturbation saturates when more than half its v_y coordinates are clipped
 DIVERGED = 5.0
+# The phase-2 premise (issue 52, its thresholds): the theorem's second phase is the one-step
+# perturbation saturating at ε while the loss is still Θ(1). A run is in it when, at some probe, more
+# than SATURATED of its v_y coordinates are clipped while the adversarial training loss is still
+# >= PHASE2_LOSS_START·log k, and its final adversarial loss is <= PHASE2_LOSS_END·log k.
+PHASE2_LOSS_START = 0.5
+PHASE2_LOSS_END = 0.1
+PHASE2 = "phase-2"
 
 
 def _assumption_holds(df: pd.DataFrame) -> pd.Series:
@@ -65,6 +72,13 @@ def _crossed(df: pd.DataFrame) -> pd.Series:
     return df["cross_step"].notna() if "cross_step" in df.columns else pd.Series(False, index=df.index)
 
 
+def _phase2(df: pd.DataFrame) -> pd.Series:
+    if not {"phase2_step", "loss_adv", "k"} <= set(df.columns):
+        return pd.Series(False, index=df.index)
+    end = pd.to_numeric(df["loss_adv"], errors="coerce") <= PHASE2_LOSS_END * np.log(df["k"].astype(float))
+    return pd.to_numeric(df["phase2_step"], errors="coerce").notna() & end
+
+
 PREMISES: dict[str, cl.Premise] = {
     "assumption-2.3": cl.Premise(
         "assumption-2.3", "Assumption 2.3 holds as the generator reports it (robust stronger, non-robust denser, "
@@ -77,7 +91,25 @@ PREMISES: dict[str, cl.Premise] = {
     "two-phases": cl.Premise("two-phases", "a real phase 1 and a sustained crossing (crossing_step)", _crossed),
     "saturated": cl.premise_at_least("saturated", "clip_frac_v_before_cross", SATURATED,
                                      "clipped fraction of the v_y coordinates at some probe before the crossing"),
+    PHASE2: cl.Premise(
+        PHASE2, f"the one-step run reaches its phase 2: at some probe more than {SATURATED:g} of the perturbation's "
+        f"v_y coordinates are clipped at ε while the adversarial loss is still >= {PHASE2_LOSS_START:g}·log k, and the "
+        f"final adversarial loss is <= {PHASE2_LOSS_END:g}·log k", _phase2),
 }
+
+
+def phase2_count(fin: pd.DataFrame) -> dict:
+    """How many of these runs meet the phase-2 premise, and how close the others came (evidence)."""
+    if fin.empty:
+        return {"runs": 0, "met": 0}
+    met = PREMISES[PHASE2].mask(fin)
+    out = {"runs": int(len(fin)), "met": int(met.sum())}
+    for col in ("clip_frac_v_max", "loss_at_clip_max", "loss_adv"):
+        if col in fin.columns:
+            vals = pd.to_numeric(fin[col], errors="coerce").dropna()
+            if len(vals):
+                out[f"{col}_range"] = [f(vals.min()), f(vals.max())]
+    return out
 
 
 def rows(df: pd.DataFrame, kind: str, **match) -> pd.DataFrame:
@@ -124,5 +156,36 @@ def judge(points: pd.DataFrame, premises: Sequence[str], rule: Callable[[pd.Data
     return (na if na is not None else rule(kept)), exc, kept
 
 
-def control(spec: cl.ClaimSpec | None, verdict: stats.Verdict) -> cl.Control | None:
-    return None if spec is None or spec.control is None else cl.control_from(spec.control, verdict)
+# ----------------------------------------------------------------------------------------
+# the claims engine's decision (issue 51): the claim's rule on its rows and on its control's rows
+
+def _guarded(rule: Callable[[pd.DataFrame], stats.Verdict], need: int) -> Callable[[pd.DataFrame], stats.Verdict]:
+    """``rule``, not applicable on fewer than ``need`` points (the same guard on claim and control)."""
+    def guarded(pts: pd.DataFrame) -> stats.Verdict:
+        return cl.too_few(pts, need) or rule(pts)
+    guarded.__name__ = getattr(rule, "__name__", "rule")
+    guarded.__qualname__ = getattr(rule, "__qualname__", guarded.__name__)
+    return guarded
+
+
+def judge_pair(spec: cl.ClaimSpec, rule: Callable[[pd.DataFrame], stats.Verdict], pts: pd.DataFrame,
+               ctrl_pts: pd.DataFrame | None, *, control_premises: Sequence[str] | None = None
+               ) -> tuple[stats.Verdict, cl.Control | None, list[cl.Exclusion], pd.DataFrame]:
+    """The claim decided by ``rule`` on ``pts`` after the spec's premises, and its control: the same
+    rule on ``ctrl_pts`` after ``control_premises`` (default: the spec's), in one call of the engine's
+    ``judge``; the claim is not applicable, naming the premises' exclusions, when fewer than
+    ``spec.min_points`` points remain."""
+    kept, exc = cl.apply_premises(pts, [PREMISES[p] for p in spec.premises])
+    ckept = None
+    if ctrl_pts is not None and len(ctrl_pts):
+        ckept = cl.apply_premises(ctrl_pts, [PREMISES[p] for p in (spec.premises if control_premises is None
+                                                                   else control_premises)])[0]
+    v, ctrl = cl.judge(spec, _guarded(rule, spec.min_points), kept, ckept)
+    na = cl.too_few(kept, spec.min_points, exc)
+    return (na if na is not None else v), ctrl, exc, kept
+
+
+def across_values(knob: str, verdicts: dict, *, quantifier: str = cl.ALL, outside: dict | None = None
+                  ) -> tuple[stats.Verdict, dict]:
+    """The engine's ``across`` (issue 51): the claim's quantifier, values outside its regime named."""
+    return cl.across(knob, verdicts, quantifier=quantifier, outside=dict(outside or {}))

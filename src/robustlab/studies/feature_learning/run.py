@@ -55,8 +55,10 @@ def run_points(cfgs: list[FeatureLearningConfig], device: str = "cpu") -> list:
 
 
 # the evaluation budgets (as ε/α) of the trained networks' every-patch / PGD sweep: it crosses
-# the every-patch boundary (α/ε − 1)^q = P, at ε/α ≈ 0.22 for P = 48, q = 3, from both sides
-EPS_OVER_ALPHA = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+# the every-patch boundary (α/ε − 1)^q = P, at ε/α ≈ 0.22 for P = 48, q = 3, from both sides. 0.1 and
+# 0.25 were dropped in issue 52 to pay for the radii (RADII: ε/2, 3ε/4, ε are 0.2, 0.3, 0.4 here, whose
+# PGD the radii reuse); the attribution budgets and both sides of the boundary stay
+EPS_OVER_ALPHA = (0.15, 0.2, 0.3, 0.4)
 # the threats run at the budgets of A2c's attribution (as ε/α), to attribute a failure to the feature
 # it plants: u on every patch, the v swap, or both; the other budgets run u on every patch only
 ATTRIBUTION_EPS = (0.15, 0.2, 0.4)
@@ -141,8 +143,18 @@ def _phase1_mean(steps: list[int], values: torch.Tensor, cross: float | None) ->
     return float(values[sel].double().mean())
 
 
-# the experiments whose trained models are asked which feature they use (A2's four parts)
-FEATURE_USE = ("main", "attack", "mechanism")
+# the experiments whose trained models are asked which feature they use (A2's four parts) and how
+# robust they are at the radii of RADII
+FEATURE_USE = ("main", "attack", "mechanism", "regime")
+# the one-step runs whose clipped share is probed (the phase-2 premise and A3 read it)
+CLIP_PROBED = ("main", "eta", "regime")
+# robustness by radius (issue 52): span{v} and ℓ∞ accuracy at these fractions of the training ε
+# (``eval_eps``), on the one-step and the standard models alike; column suffix r50, r75, r100
+RADII = (0.5, 0.75, 1.0)
+
+
+def radius_tag(r: float) -> str:
+    return f"r{round(100 * r)}"
 SATURATION = 0.5  # the one-step perturbation saturates when > half its v_y coordinates are clipped
 
 
@@ -164,7 +176,57 @@ def _per_class(values: torch.Tensor, y: torch.Tensor, k: int) -> list[list[float
     return [[round(float(v), 6) for v in row] for row in per]
 
 
-def _feature_use(model: PatchCNN, features, test, base: FeatureLearningConfig, seeds: list[int]) -> dict:
+def _span_v_ok(model: PatchCNN, features, test, base: FeatureLearningConfig, seeds: list[int], eps: float,
+               clean_ok: torch.Tensor, *, steps: int | None = None, restarts: int | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per test point (E, N): survives the targeted swap ε(v_j − v_y) on every patch, and span{v} PGD
+    (``span_steps`` × ``span_restarts`` unless given)."""
+    x, y = test.x, test.y
+    with torch.no_grad():
+        flat = Flat(model, model.E).eval()
+        v = features.v.to(x.dtype).repeat_interleave(x.shape[1], dim=0)
+        swap = every_patch(flat, fold(x), fold(y), v, eps).view_as(x)
+        swap_ok = (model(swap).argmax(-1) == y) & clean_ok
+    # each member its own generator: its numbers do not depend on E
+    _, margin = span_pgd(model, x, y, features.v, eps, steps=steps or base.span_steps,
+                         restarts=restarts or base.span_restarts,
+                         generators=[make_generator(s, "span-pgd") for s in seeds])
+    return swap_ok, (margin > 0) & clean_ok
+
+
+def _by_radius(model: PatchCNN, features, test, base: FeatureLearningConfig, seeds: list[int],
+               tspec: FeatureTrainSpec, g, clean_ok: torch.Tensor, at_eps: torch.Tensor,
+               linf_known: dict[float, torch.Tensor]) -> dict:
+    """span{v} and ℓ∞ PGD accuracy per member at each radius of :data:`RADII` × ``eval_eps``
+    (columns ``span_v_acc_r50`` … and ``linf_acc_r50`` …).
+
+    span{v}: at ε itself the full attack's ``at_eps`` (the worst of the swap and span{v} PGD,
+    ``span_steps`` × ``span_restarts``); below ε the worst of the swap and a shorter span{v} PGD
+    (``radius_span_steps`` × ``radius_span_restarts``, 25 × 1 by default: on robust models the
+    full attack cannot stop early and cost 21 CPU-s over the quick preset's 16 one-step models,
+    and the swap alone was within 0.025 of it at ε). ℓ∞: the evaluation PGD at that budget,
+    taken from ``linf_known`` (budget -> accuracy: the final evaluation at ``eval_eps``, the
+    budget sweep) where it was run, else run here."""
+    out = {}
+    for r in RADII:
+        eps = r * base.eval_eps
+        tag = radius_tag(r)
+        if r == 1.0:
+            worst = at_eps
+        else:
+            swap_ok, pgd_ok = _span_v_ok(model, features, test, base, seeds, eps, clean_ok,
+                                         steps=base.radius_span_steps, restarts=base.radius_span_restarts)
+            worst = swap_ok & pgd_ok
+        out[f"span_v_acc_{tag}"] = [float(v) for v in worst.to(test.x.dtype).mean(1)]
+        known = next((a for b, a in linf_known.items() if math.isclose(b, eps, rel_tol=1e-9)), None)
+        if known is None:
+            known = pgd_accuracy(model, test, dataclasses.replace(tspec, eval_eps=eps), g(f"eval-radius-{tag}"))
+        out[f"linf_acc_{tag}"] = [float(v) for v in known.cpu()]
+    return out
+
+
+def _feature_use(model: PatchCNN, features, test, base: FeatureLearningConfig, seeds: list[int],
+                 tspec: FeatureTrainSpec | None = None, g=None, linf_known: dict | None = None) -> dict:
     """Which feature the trained model uses (A2's parts), per member (lists of length E):
 
     * ``span_swap_acc``: accuracy under the targeted swap ε(v_j − v_y) on every patch;
@@ -184,15 +246,10 @@ def _feature_use(model: PatchCNN, features, test, base: FeatureLearningConfig, s
     x, y = test.x, test.y
     with torch.no_grad():
         clean_ok = model(x).argmax(-1) == y  # (E, N)
-        flat = Flat(model, E).eval()
-        v = features.v.to(x.dtype).repeat_interleave(x.shape[1], dim=0)
-        swap = every_patch(flat, fold(x), fold(y), v, eps).view_as(x)
-        swap_ok = (model(swap).argmax(-1) == y) & clean_ok
-    # each member its own generator: its numbers do not depend on E
-    _, margin = span_pgd(model, x, y, features.v, eps, steps=base.span_steps, restarts=base.span_restarts,
-                         generators=[make_generator(s, "span-pgd") for s in seeds])
-    pgd_ok = (margin > 0) & clean_ok
+    swap_ok, pgd_ok = _span_v_ok(model, features, test, base, seeds, eps, clean_ok)
     worst = swap_ok & pgd_ok
+    radii = _by_radius(model, features, test, base, seeds, tspec, g, clean_ok, worst, linf_known or {}) \
+        if tspec is not None else {}
     with torch.no_grad():
         u = features.u.to(x.dtype)  # (E, k, d)
         x_v = x - torch.einsum("enpj,ejd->enpd", torch.einsum("enpd,ejd->enpj", x, u), u)
@@ -209,7 +266,7 @@ def _feature_use(model: PatchCNN, features, test, base: FeatureLearningConfig, s
             "robust_logit_share_i": _per_class(share, y, k),
             "u_neuron_share_i": [[round(float(v_), 6) for v_ in row] for row in u_share],
             "A_minus_B_neuron_mean": [float(r) for r in (a_n - b_n).mean(dim=(1, 2))],
-            "neurons_per_class": [m] * E}
+            "neurons_per_class": [m] * E, **radii}
 
 
 def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
@@ -227,18 +284,23 @@ def _run_patches(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     g = lambda salt: make_generator(base.seed, salt)  # noqa: E731 - one stream per purpose
     tspec = base.train_spec()
     clip = None
-    if base.method == "gradient_step" and base.experiment in ("main", "eta"):
+    if base.method == "gradient_step" and base.experiment in CLIP_PROBED:
         clip = _clip_probe(model, features, train, tspec)
     hist = train_patch_cnn(model, features, train, test, tspec, batch_generator=g("batches"),
                            attack_generator=g("train-attack"), eval_generator=g("eval-attack"),
                            probe_hook=clip[0] if clip else None)
     threats = _threat_rows(model, features, test, base.eval_eps)
-    use = _feature_use(model, features, test, base, seeds) if base.experiment in FEATURE_USE else None
     # every-patch and PGD across the budget, on the adversarially trained networks (A2d's evidence
     # and the counter figure read only those; on the standard ones it cost ~40% of the main block)
     sweep = []
     if base.experiment == "main" and base.method != "standard":
         sweep = _eps_sweep(model, features, test, base, tspec, g)
+    # the ε = 0 runs of the ε sweep are A2f's control (standard training bit for bit, measured the same way)
+    measured = base.experiment in FEATURE_USE or (base.experiment == "eps" and base.eps == 0)
+    linf_known = {eps: pgd for _, eps, pgd, _ in sweep}
+    if base.eval_pgd_steps:
+        linf_known[base.eval_eps] = hist.pgd_acc[:, -1]  # the final evaluation's PGD at eval_eps
+    use = _feature_use(model, features, test, base, seeds, tspec, g, linf_known) if measured else None
     return [_member_rows(e, base, hist, clip, sweep, threats, assumption, use) for e in range(len(cfgs))]
 
 
@@ -248,7 +310,8 @@ def _assumption_cols(base: FeatureLearningConfig, spec) -> dict:
     the limit experiment, whose tiny ε is below β by design."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AssumptionWarning)
-        report = check_assumptions(spec, q=base.q, eps=base.eps if base.method != "standard" else base.eval_eps)
+        report = check_assumptions(spec, q=base.q, eps=base.eps if base.method != "standard" else base.eval_eps,
+                                   gamma=base.gamma)
     for w in caught if base.experiment != "limit" else ():
         warnings.warn(w.message, AssumptionWarning, stacklevel=3)  # at run_points
     assumption = {f"assume_{k}": v for k, v in report.items() if k not in ("violations", "q", "eps")}
@@ -289,7 +352,7 @@ def _member_rows(e: int, base: FeatureLearningConfig, hist, clip, sweep: list[tu
     rows.append({"kind": "neuron", "step": int(hist.probe_steps[-1]),
                  "A_neuron": [round(v, 6) for v in hist.A_neuron[e, -1].flatten().tolist()],
                  "B_neuron": [round(v, 6) for v in hist.B_neuron[e, -1].flatten().tolist()]})
-    clip_cols = _clip_rows(rows, clip, e, cross) if clip else {}
+    clip_cols = _clip_rows(rows, clip, e, cross, hist.probe_steps.tolist(), hist.loss[e], base.k) if clip else {}
     for r, eps, pgd, th in sweep:
         rows.append({"kind": "eps_sweep", "eps_over_alpha": r, "attack_eps": eps, "pgd_acc": float(pgd[e]),
                      "every_patch_acc": float(th["linf_all"][e]),
@@ -298,6 +361,9 @@ def _member_rows(e: int, base: FeatureLearningConfig, hist, clip, sweep: list[tu
                      "bound_ratio": every_patch_bound(base.alpha, eps, base.q, base.P)})
     rows.append({"kind": "final", "step": int(hist.probe_steps[-1]), "A": float(A[e, -1]), "B": float(B[e, -1]),
                  "A_minus_B": float(A[e, -1] - B[e, -1]), "loss": float(hist.loss[e, -1]),
+                 # the adversarial training loss (at the moved points); none for standard training
+                 "loss_adv": float(hist.loss[e, -1]) if base.method != "standard" and base.eps > 0 else None,
+                 "A_init": float(A[e, 0]), "B_peak": float(B[e].max()),
                  "clean_acc": float(hist.clean_acc[e, -1]), "feature_acc": float(hist.feature_acc[e, -1]),
                  "pgd_acc": float(hist.pgd_acc[e, -1]), "cross_step": cross, "b_peak_step": b_peak,
                  "chance": 1.0 / base.k, **{f"threat_{n}": float(a[e]) for n, a in threats.items()},
@@ -306,16 +372,34 @@ def _member_rows(e: int, base: FeatureLearningConfig, hist, clip, sweep: list[tu
     return rows
 
 
-def _clip_rows(rows: list[dict], clip, e: int, cross: float | None) -> dict:
-    """Append member ``e``'s clip-probe rows to ``rows``; its final row's ``clip_*`` columns."""
+def phase2_columns(steps: list[int], frac_v: torch.Tensor, loss: torch.Tensor, k: int) -> dict:
+    """The phase-2 premise's measurements (issue 52), from the clip probes and the adversarial
+    training loss at the same probes: ``clip_frac_v_max`` (the clipped share of the v_y
+    coordinates, max over probes) and ``loss_at_clip_max`` (the loss at that probe);
+    ``phase2_step``, the first probe where the share exceeds :data:`SATURATION` while the loss is
+    still >= ½·log k (None if none); the final-loss half of the premise is read from ``loss_adv``."""
+    frac = frac_v.double()
+    lo = loss.double()[: len(frac)]
+    j = int(frac.argmax())
+    hit = ((frac > SATURATION) & (lo >= 0.5 * math.log(k))).nonzero()
+    return {"clip_frac_v_max": float(frac[j]), "loss_at_clip_max": float(lo[j]),
+            "phase2_step": float(steps[int(hit[0])]) if len(hit) else None}
+
+
+def _clip_rows(rows: list[dict], clip, e: int, cross: float | None, probe_steps: list[int], loss: torch.Tensor,
+               k: int) -> dict:
+    """Append member ``e``'s clip-probe rows to ``rows``; its final row's ``clip_*`` and phase-2 columns
+    (``loss``: member ``e``'s training loss at ``probe_steps``, the same probes as the clip hook's)."""
     _, cs, fa, fv, mv = clip
     fa_e, fv_e, mv_e = torch.stack(fa)[:, e], torch.stack(fv)[:, e], torch.stack(mv)[:, e]
+    at = {t: j for j, t in enumerate(probe_steps)}
+    loss_e = torch.stack([loss[at[t]] for t in cs])
     for j, t in enumerate(cs):
         rows.append({"kind": "clip", "step": t, "clip_frac": float(fa_e[j]), "clip_frac_v": float(fv_e[j]),
-                     "move_v_median": float(mv_e[j])})
+                     "move_v_median": float(mv_e[j]), "loss_adv": float(loss_e[j])})
     late = mv_e[-max(1, len(cs) // 3):]  # the last third of the probes: where the move has settled
     return {"clip_frac_phase1": _phase1_mean(cs, fa_e, cross), "clip_frac_v_phase1": _phase1_mean(cs, fv_e, cross),
-            "clip_frac_v_max": float(fv_e.max()), "move_v_median_late": float(late.double().mean()),
+            "move_v_median_late": float(late.double().mean()), **phase2_columns(cs, fv_e, loss_e, k),
             **_saturation(cs, fv_e, cross)}
 
 
@@ -334,7 +418,7 @@ def _run_counter(cfgs: list[FeatureLearningConfig], dev: torch.device) -> list:
     threat models), the paper's feature attack and ℓ∞ PGD, all at ``eval_eps``."""
     base = cfgs[0]
     spec = base.patch_spec()
-    report = assumption_report(spec, q=base.q, eps=base.eval_eps)
+    report = assumption_report(spec, q=base.q, eps=base.eval_eps, gamma=base.gamma)
     seeds = [c.seed for c in cfgs]
     features, _, test = sample_ensemble(spec, seeds, 1, base.n_test, make_generator)
     features, test = features.to(dev), test.to(dev)

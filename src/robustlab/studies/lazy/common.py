@@ -21,16 +21,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import claims as claimsmod
-from .. import papers, stats
-from ..config import Config, ConfigError, param
-from ..data import SPHERE_BOUNDS, Split, load_images, resize, sphere_teacher
-from ..models.two_layer import TwoLayerReLU
-from ..utils import make_generator, resolve_device
+from ... import claims as claimsmod
+from ... import papers, stats
+from ...config import Config, ConfigError, param
+from ...data import SPHERE_BOUNDS, Split, load_images, resize, sphere_teacher
+from ...models.two_layer import TwoLayerReLU
+from ...utils import make_generator, resolve_device
 
 __all__ = ["LazyConfig", "SOURCES", "PAPER", "NON_LAZY_C0", "RICH_INIT_SCALE", "MIN_TRAINED", "load_data", "build_model",
            "radius_of", "input_bounds", "neuron_params", "crossing", "log_interp_crossing", "point_ids",
-           "describe_family", "Start", "start_point", "families", "asymptotic_exponent"]
+           "describe_family", "Start", "start_point", "families", "asymptotic_exponent", "input_grad_norm",
+           "weight_change", "LAZY", "RICH", "LAZY_GAIN", "RICH_GAIN"]
 
 PAPER = papers.LAZY_TRAINING
 # The non-lazy control of every lazy claim: a ball so large that it never binds (C0/√m = 62.5
@@ -124,6 +125,36 @@ def work(cfg: LazyConfig, passes_per_epoch: int = 1) -> float:
     constant (``epochs`` is the cap; a run that stops sooner costs less). Only orders the
     groups of a parallel run, costliest first (``Study.weight``)."""
     return float(cfg.d * cfg.m * cfg.epochs * passes_per_epoch)
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyAttackConfig(LazyConfig):
+    study = "lazy-attack"
+    lr: float = param(0.1, "SGD learning rate (the authors': 0.1)", gt=0)
+    batch_size: int = param(64, "SGD mini-batch size (the authors': 64)", ge=1)
+    epochs: int = param(1000, "at most this many epochs (the authors': 1000)", ge=1)
+    ball_check: str = param("epoch", "when the ball is checked: after each epoch (authors) or each step",
+                            choices=("epoch", "step"))
+    flip_tol: float = param(1e-4, "absolute tolerance of the minimal flipping ‖δ‖", gt=0)
+
+
+@dataclasses.dataclass(frozen=True)
+class LazyAdversarialConfig(LazyConfig):
+    study = "lazy-adversarial"
+    eps: float = param(0.1, "ℓ2 budget ε of the PGD used for training and testing", ge=0)
+    attack_steps: int = param(100, "PGD steps (the authors': 100)", ge=1)
+    attack_step_div: float = param(40.0, "PGD step size ε/attack_step_div (the authors': ε/40)", gt=0)
+    test_attack_steps: int | None = param(None, "PGD steps at test time (default: attack_steps)", ge=1)
+    lr: float = param(0.01, "SGD learning rate (the authors': 0.01)", gt=0)
+    batch_size: int = param(32, "SGD mini-batch size (the authors': 32)", ge=1)
+    patience: int = param(20, "stop after this many armed epochs without a robust-training-accuracy gain",
+                          ge=1)
+    min_gain: float = param(1e-4, "the gain that counts as an improvement", ge=0)
+    patience_from: float | None = param(MIN_TRAINED, "patience is armed at the first epoch whose clean "
+                                        "training accuracy reaches this (none, with burn_in=0: from the "
+                                        "start, the authors' rule)", ge=0, le=1)
+    burn_in: int = param(100, "...or at this epoch, whichever comes first (0: no burn-in)", ge=0)
+    epochs: int = param(1000, "at most this many epochs", ge=1)
 
 
 def radius_of(cfg: LazyConfig) -> float:
@@ -231,6 +262,20 @@ def neuron_params(model: TwoLayerReLU) -> tuple[torch.Tensor, torch.Tensor]:
             torch.cat([model.weight0, model.bias0[..., None]], -1))
 
 
+def input_grad_norm(model: TwoLayerReLU, x: torch.Tensor) -> torch.Tensor:
+    """Per copy, the mean over the inputs ``x`` (N, d) of ‖∇ₓf(x)‖ (closed form): (E,)."""
+    with torch.no_grad():
+        return model.input_grad(x.expand(model.E, -1, -1)).norm(dim=-1).mean(1)
+
+
+def weight_change(model: TwoLayerReLU) -> torch.Tensor:
+    """Per copy, the relative change of the first layer (w_s, b_s together) since init,
+    ``‖θ − θ(0)‖_F / ‖θ(0)‖_F``: (E,). Small in the lazy regime."""
+    with torch.no_grad():
+        now, init = neuron_params(model)
+        return (now - init).flatten(1).norm(dim=1) / init.flatten(1).norm(dim=1).clamp_min(1e-30)
+
+
 # ---------------------------------------------------------------------------------------
 # analysis helpers (claims and figures)
 
@@ -265,7 +310,12 @@ def point_ids(df: pd.DataFrame, config: type[Config], exclude: tuple[str, ...] =
     that axis, so a fit never pools runs that differ in anything else (lr, width, data…).
     """
     keys = [f for f in config.field_names() if f not in exclude and f in df.columns]
-    return df[keys].apply(lambda row: "|".join(map(str, row)), axis=1)
+    if not keys or df.empty:
+        return pd.Series("", index=df.index, dtype=object)
+    out = df[keys[0]].map(str).astype(object)
+    for k in keys[1:]:  # column by column: a row-wise join costs seconds on a few thousand rows
+        out = out + "|" + df[k].map(str).astype(object)
+    return out
 
 
 def families(df: pd.DataFrame, config: type[Config], axes: tuple[str, ...]) -> list[pd.DataFrame]:
@@ -273,6 +323,17 @@ def families(df: pd.DataFrame, config: type[Config], axes: tuple[str, ...]) -> l
     if df.empty:
         return []
     return [g for _, g in df.groupby(point_ids(df, config, ("seed", *axes)))]
+
+
+# The lazy regime measured on each network (issue #53, chosen from Thm 3.1 before looking): inside
+# the ball ∇ₓf = ∇ₓf₀ + a d-independent term, so the input gradient stays the initial one; a gain
+# ‖∇ₓf‖/‖∇ₓf₀‖ above 1.5 means more than a third of ‖∇ₓf‖ is new. The rich control's premise, for
+# symmetry: a gain >= 2 (‖∇ₓf₀‖² under a quarter of ‖∇ₓf‖²: the input gradient is learned).
+LAZY_GAIN = 1.5
+RICH_GAIN = 2.0
+_GAIN = "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ (mean over every test point, after / at init)"
+LAZY = claimsmod.premise_at_most("lazy", "grad_gain", LAZY_GAIN, _GAIN)
+RICH = claimsmod.premise_at_least("rich", "grad_gain", RICH_GAIN, _GAIN)
 
 
 def trained_premise(col: str) -> claimsmod.Premise:

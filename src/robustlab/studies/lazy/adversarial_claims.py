@@ -1,8 +1,9 @@
 """The claims of ``lazy-adversarial`` (lazy training, NeurIPS 2022, §5.2, Alg. 1), declared with
 the claims engine (:mod:`robustlab.claims`).
 
-* ``eps-sharp-drop``: inside the lazy ball, robust/clean accuracy falls from 75 % to 25 % within
-  a factor :data:`MAX_WIDTH` in ε, at every d.
+* ``eps-sharp-drop`` (recast, issue #53): inside the lazy ball the robust-accuracy curves collapse
+  against ε·√d: the ε at 75 %, 50 % and 25 % of the clean accuracy each moves like d^−½ (slope in
+  :data:`SLOPE_BAND`). (The old rule, 75 % -> 25 % within a factor 4, passed on the rich network too.)
 * ``eps-threshold``: the ε at which it halves scales like d^(−1/2) (log–log slope in a band).
 * ``radius-low``: at the lazy radius itself (R = C0/√m, ``R_factor = 1``), robust accuracy of
   trained networks stays below 0.25, every width.
@@ -16,8 +17,9 @@ the claims engine (:mod:`robustlab.claims`).
 
 Controls, chosen before looking, each with the reason it must fail there:
 
-* ε claims: the non-lazy network (C0 = :data:`~._lazy_common.NON_LAZY_C0`, same training) that
-  really left the lazy ball (``non-lazy`` premise on the control). Not the untrained network the
+* ε claims: the rich network (first layer :data:`~.common.RICH_INIT_SCALE` × smaller at init, C0 =
+  :data:`~.common.NON_LAZY_C0`, same training), kept where its input gradient is learned (``rich``
+  premise: gain >= 2), decided by the claim's own rule (``judge``). Not the untrained network the
   issue proposed: Thm 3.1 holds at initialisation too (W(0) is in every ball), so an untrained
   network must show the same d^(−1/2) threshold: it is a second instance of the claim, not a
   setting where it fails.
@@ -29,50 +31,63 @@ Controls, chosen before looking, each with the reason it must fail there:
 
 Premises per network: "trained" (clean test accuracy >= 0.9; for an ε curve, the network at the
 curve's smallest ε: at larger ε a falling clean accuracy is part of the effect) and, for the
-controls, "non-lazy". Excluded networks are counted in ``excluded``.
+lazy networks, "lazy" (input-gradient gain <= 1.5 for every network of the curve); for the
+control, "rich". Excluded networks are counted in ``excluded``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pandas as pd
 
-from .. import claims as cm
-from .. import stats
-from ._lazy_common import (
+from ... import claims as cm
+from ... import stats
+from ..base import Claim
+from .common import (
+    LAZY_GAIN,
     MIN_TRAINED,
     NON_LAZY_C0,
     PAPER,
+    RICH_GAIN,
+    RICH_INIT_SCALE,
+    LazyAdversarialConfig,
     crossing,
     describe_family,
     families,
     point_ids,
 )
-from .base import Claim
 
 SOURCE = PAPER.cite("§5.2, Alg. 1")
 SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
-MAX_WIDTH = 4.0  # a "sharp" change: from 75 % to 25 % (or 25 % to 75 %) within this factor
+MAX_WIDTH = 4.0  # the old "sharp" rule (75 % -> 25 % within this factor), reported as evidence only
 LOW_FACTOR = 1.0  # radius-low: R = C0/√m
 HIGH_FACTORS = (1.25, 2.0)  # radius-high: "slightly beyond" the lazy radius, every grid value in here
 R_HALF_BAND = (-0.7, -0.3)  # slope of log R½ on log m (theory −1/2: R½ ∝ C0/√m)
 BALL_TOL = 1e-4
 
+_GAIN_AT_FIRST = "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ of the ε curve's network at its smallest ε"
 PREMISES = {
     "trained": cm.premise_at_least("trained", "trained_acc", MIN_TRAINED,
                                    "clean test accuracy of the network (of an ε curve: at its smallest ε)"),
+    # the regime of an ε curve is its network's at the smallest ε, as for "trained": at larger ε a
+    # network that adversarial training flattens (‖∇ₓf‖ falling) is the effect, not another regime
+    "lazy": cm.premise_at_most("lazy", "curve_gain", LAZY_GAIN, _GAIN_AT_FIRST),
+    "rich": cm.premise_at_least("rich", "curve_gain", RICH_GAIN, _GAIN_AT_FIRST),
 }
+LAZY_CURVE, RICH_CURVE = PREMISES["lazy"], PREMISES["rich"]
 
-_WHY_EPS = (f"C0 = {NON_LAZY_C0:g} lets adversarial training move the neurons far beyond the lazy ball "
-            "(only networks that did are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
+_RICH = {"C0": NON_LAZY_C0, "init_scale": RICH_INIT_SCALE}
+_WHY_EPS = (f"the rich regime (first layer {RICH_INIT_SCALE:g}× smaller at init, C0 = {NON_LAZY_C0:g} never binds; "
+            "only networks whose input gradient is learned, gain >= 2, are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
             "margin on sphere-normalised resized digits is set by the images, which resizing barely "
             "changes, so its halving ε need not fall like d^−1/2 nor drop sharply")
 SPECS = (
-    cm.ClaimSpec("eps-sharp-drop", premises=("trained",), control=cm.ControlSpec({"C0": NON_LAZY_C0}, _WHY_EPS),
+    cm.ClaimSpec("eps-sharp-drop", premises=("trained", "lazy"), control=cm.ControlSpec(_RICH, _WHY_EPS),
                  min_points=2),
-    cm.ClaimSpec("eps-threshold", premises=("trained",), control=cm.ControlSpec({"C0": NON_LAZY_C0}, _WHY_EPS),
+    cm.ClaimSpec("eps-threshold", premises=("trained", "lazy"), control=cm.ControlSpec(_RICH, _WHY_EPS),
                  min_points=3),
     cm.ClaimSpec("radius-low", premises=("trained",), control=cm.ControlSpec(
         {"R_factor": 2.0}, "at twice the lazy radius the paper says adversarial training succeeds, so robust "
@@ -86,7 +101,7 @@ SPECS = (
         "it), so its 0.5-crossing is not tied to C0/√m; the same R½·√m there would make the transition "
         "one of fitting, not of robustness"), min_points=2),
     cm.ClaimSpec("eps-half-lazy-vs-control", kind=cm.EXPLORATORY, premises=("trained",), control=cm.ControlSpec(
-        "placebo: the non-lazy control's even seeds against its odd seeds",
+        "placebo: the rich control's even seeds against its odd seeds",
         "the two halves are the same kind of network at every d, so their ratio of halving ε has no reason "
         "to change with d: a fall read there would come from noise or from the estimator, not from laziness"),
         min_points=2),
@@ -95,7 +110,6 @@ _SPEC = {s.id: s for s in SPECS}
 
 
 def _config():
-    from .lazy_adversarial import LazyAdversarialConfig  # (a cycle: the study imports this module)
     return LazyAdversarialConfig
 
 
@@ -103,9 +117,18 @@ def _net(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(_net=point_ids(df, _config(), ()), C0_used=df["offset_ratio"] * df["radius"] * df["m"] ** 0.5)
 
 
-def _non_lazy(c0_max: float) -> cm.Premise:
-    return cm.premise_at_least("non-lazy", "C0_used", c0_max,
-                               "the network left the lazy ball: its largest neuron offset from init times √m")
+def _init_scale(df: pd.DataFrame) -> pd.Series:
+    return df["init_scale"].fillna(1.0) if "init_scale" in df.columns else pd.Series(1.0, index=df.index)
+
+
+def _lazy_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The lazy networks of the ε grid: inside a ball that binds, from the standard init."""
+    return df[(df["C0"] < NON_LAZY_C0) & (_init_scale(df) == 1.0)]
+
+
+def _rich_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The rich control: a small first layer at init and a ball that never binds."""
+    return df[(df["C0"] == NON_LAZY_C0) & (_init_scale(df) < 1.0)]
 
 
 def _with_relative(df: pd.DataFrame) -> pd.DataFrame:
@@ -123,11 +146,15 @@ def _eps_rows(df: pd.DataFrame) -> pd.DataFrame:
     network at its smallest ε, and a ``_curve`` label (family, d, seed): the unit excluded whole."""
     rows = df[df["R"].isna() & df["R_factor"].isna()] if "R_factor" in df.columns else df[df["R"].isna()]
     if rows.empty:
-        return rows.assign(trained_acc=[], _curve=[])
+        return rows.assign(trained_acc=[], curve_gain=[], _curve=[])
     curve = point_ids(rows, _config(), ("eps",))
-    first = rows.groupby(curve)["eps"].transform("min")
-    at_first = rows["clean_acc"].where(rows["eps"] == first)
-    return rows.assign(_curve=curve, trained_acc=at_first.groupby(curve).transform("max"))
+    first = rows["eps"] == rows.groupby(curve)["eps"].transform("min")
+
+    def at_first(col: str) -> pd.Series:
+        if col not in rows.columns:
+            return pd.Series(np.nan, index=rows.index)
+        return rows[col].where(first).groupby(curve).transform("max")
+    return rows.assign(_curve=curve, trained_acc=at_first("clean_acc"), curve_gain=at_first("grad_gain"))
 
 
 def _seed_curves(runs: pd.DataFrame):
@@ -161,6 +188,36 @@ def _sharp_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     if len(parts) < _SPEC["eps-sharp-drop"].min_points:
         return cm.too_few(len(parts), _SPEC["eps-sharp-drop"].min_points, what="values of d"), {"per_d": per_d}
     return stats.combine(parts, reason="every d must hold"), {"per_d": per_d}
+
+
+COLLAPSE_LEVELS = (0.75, 0.5, 0.25)
+
+
+def _collapse_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """The curves collapse against ε·√d: for q = 0.75, 0.5 and 0.25, the ε where a curve's robust/
+    clean accuracy falls to q (interpolated in log ε; a curve starting below q or never reaching it
+    gives no point), and the OLS slope of log ε_q on log d over the curves (t interval) inside
+    SLOPE_BAND; every q must hold."""
+    parts, per_q = [], {}
+    curves = list(_seed_curves(runs))
+    for q in COLLAPSE_LEVELS:
+        pts = [(d, crossing(xs, ys, q)) for d, _s, xs, ys in curves if len(ys) and ys[0] > q]
+        pts = [(d, e) for d, e in pts if np.isfinite(e)]
+        nd = len({d for d, _ in pts})
+        if nd < _SPEC["eps-sharp-drop"].min_points:
+            v = cm.too_few(nd, _SPEC["eps-sharp-drop"].min_points, what=f"values of d with an ε at {q:.0%}")
+            per_q[f"{q:g}"] = {"curves": f"{len(pts)}/{len(curves)}", "verdict": v.verdict}
+        else:
+            est = stats.slope_estimate([d for d, _ in pts], [e for _, e in pts], log_x=True, log_y=True)
+            v = stats.decide(est, threshold=SLOPE_BAND, side="inside", seeds=max(1, round(len(pts) / nd)))
+            per_q[f"{q:g}"] = {"slope": est.value, "ci": [est.low, est.high], "curves": f"{len(pts)}/{len(curves)}",
+                               "eps_q_times_sqrt_d": {int(d): float(np.exp(np.mean([math.log(e) for dd, e in pts
+                                                                                     if dd == d])) * math.sqrt(d))
+                                                      for d in sorted({d for d, _ in pts})},
+                               "verdict": v.verdict}
+        parts.append(dataclasses.replace(v, reason=f"ε at {q:.0%}: {v.reason}" if v.reason else f"ε at {q:.0%}"))
+    return stats.combine(parts, reason="every quantile's ε must move like d^−½"), {
+        "per_quantile": per_q, "old_rule_width_75_to_25": _sharp_family(runs)[1]["per_d"]}
 
 
 def _halving(runs: pd.DataFrame) -> tuple[list[tuple[int, float]], int]:
@@ -206,36 +263,81 @@ def _judge_families(rows: pd.DataFrame, judge) -> tuple[stats.Verdict, dict | li
     return _joined([(f, *judge(f)) for f in families(rows, _config(), ("eps", "size", "dim"))], "ε curves")
 
 
-def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge, base_ev: dict) -> Claim:
+def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge_family, base_ev: dict) -> Claim:
+    """An ε claim on the lazy curves (``trained``, then ``lazy`` per curve), its control the same
+    rule (``judge``) on the rich control's curves (``trained``, then ``rich``)."""
     rows = _net(_eps_rows(df))
-    kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
-    lazy = kept[kept["C0"] < NON_LAZY_C0]
-    verdict, ev = _judge_families(lazy, judge)
+    kept, excl = cm.apply_premises(rows, [PREMISES["trained"]], unit=["_curve"])
+    lazy, lexcl = cm.apply_premises(_lazy_rows(kept), [LAZY_CURVE], unit=["_curve"])
+    ctrl_all = _rich_rows(kept)
+    ctrl, cexcl = cm.apply_premises(ctrl_all, [RICH_CURVE], unit=["_curve"]) if len(_rich_rows(rows)) else (None, [])
+
+    def rule(r: pd.DataFrame) -> stats.Verdict:
+        return _judge_families(r, judge_family)[0]
+    rule.__name__ = judge_family.__name__
+    verdict, control = cm.judge(_SPEC[cid], rule, lazy, ctrl)
+    ev = _judge_families(lazy, judge_family)[1]
     evidence = {**base_ev, **(ev if isinstance(ev, dict) else {"families": ev})}
     evidence["max_offset_over_radius"] = float(lazy["offset_ratio"].max()) if len(lazy) else None
-    control = None
-    ctrl_all = kept[kept["C0"] == NON_LAZY_C0]
-    if (rows["C0"] == NON_LAZY_C0).any():
-        c0_max = float(rows.loc[rows["C0"] < NON_LAZY_C0, "C0"].max()) if (rows["C0"] < NON_LAZY_C0).any() else 0.0
-        ctrl, cexcl = cm.apply_premises(ctrl_all, [_non_lazy(c0_max)], unit=["_curve"])
-        cv, cev = _judge_families(ctrl, judge)
-        control = cm.control_from(_SPEC[cid].control, cv)
+    evidence["lazy_grad_gain"] = _gain_range(_lazy_rows(kept))
+    lz = _lazy_rows(rows)  # an ε curve's "trained" network is the one at its smallest ε
+    evidence["training"] = stopped_untrained(lz[lz["eps"] == lz.groupby("_curve")["eps"].transform("min")], cid)
+    if ctrl is not None:
+        cev = _judge_families(ctrl, judge_family)[1]
         evidence["control"] = cev
         evidence["control_excluded"] = [e.to_dict() for e in cexcl] + [
-            {"premise": "trained", "excluded": int(rows.loc[rows["C0"] == NON_LAZY_C0, "_curve"].nunique()
-                                                   - ctrl_all["_curve"].nunique())}]
-        evidence["control_C0_used"] = [float(ctrl_all["C0_used"].min()), float(ctrl_all["C0_used"].max())] \
-            if len(ctrl_all) else None
-    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl)
+            {"premise": "trained", "excluded": int(_rich_rows(rows)["_curve"].nunique() - ctrl_all["_curve"].nunique())}]
+        evidence["control_grad_gain"] = _gain_range(ctrl_all)
+    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=[*excl, *lexcl])
+
+
+def _radius_entry(r: pd.Series) -> str:
+    """The radius claims a network of the R sweep enters (if trained)."""
+    f = float(r["R_factor"])
+    if np.isclose(f, LOW_FACTOR):
+        return "radius-low, radius-transition (and radius-high's control)"
+    if HIGH_FACTORS[0] <= f <= HIGH_FACTORS[1]:
+        return "radius-high, radius-transition" + (" (and radius-low's control)" if np.isclose(f, 2.0) else "")
+    return "radius-transition"
+
+
+def stopped_untrained(rows: pd.DataFrame, claim) -> dict:
+    """The networks the patience rule stopped below the "trained" bound (armed by the burn-in before
+    they reached it), each with the claim it would have entered: issue #53 asks that a stopping rule
+    never hide an untrained network without saying so. (Networks that reached the epoch cap below
+    the bound are counted apart: no rule stopped them.)"""
+    if rows.empty or "stopped" not in rows.columns:
+        return {"stopped_below_bound": 0, "at_cap_below_bound": 0, "networks": []}
+    below = rows["clean_acc"] < MIN_TRAINED
+    stopped = rows["stopped"].astype(bool)
+    keys = [k for k in ("d", "eps", "R_factor", "m", "C0", "init_scale", "seed") if k in rows.columns]
+    nets = [{**{k: (None if pd.isna(r[k]) else (r[k].item() if hasattr(r[k], "item") else r[k])) for k in keys},
+             "clean_acc": float(r["clean_acc"]), "epochs_run": float(r["epochs_run"]),
+             "would_enter": claim(r) if callable(claim) else claim}
+            for _, r in rows[below & stopped].iterrows()]
+    return {"stopped_below_bound": int((below & stopped).sum()), "at_cap_below_bound": int((below & ~stopped).sum()),
+            "networks": nets[:20]}
+
+
+def _gain_range(rows: pd.DataFrame) -> list[float] | None:
+    """[min, median, max] of the networks' input-gradient gain (None: not measured)."""
+    if "grad_gain" not in rows.columns or rows["grad_gain"].isna().all():
+        return None
+    g = rows["grad_gain"].dropna()
+    return [float(g.min()), float(g.median()), float(g.max())]
 
 
 def eps_sharp_claim(df: pd.DataFrame) -> Claim:
-    """Inside the lazy ball robust accuracy collapses sharply in ε (see :func:`_sharp_family`)."""
+    """Inside the lazy ball the robust-accuracy curves collapse against ε·√d (issue #53's recast of
+    the sharp drop; see :func:`_collapse_family`)."""
     return _eps_claim(df, "eps-sharp-drop",
-                      "Inside the lazy ball robust accuracy collapses sharply: for every d the robust/clean "
-                      f"accuracy falls from 75 % to 25 % within a factor {MAX_WIDTH:g} in ε", _sharp_family,
-                      {"effect": f"log(ε₂₅/ε₇₅), mean over seeds, t interval; threshold log {MAX_WIDTH:g}",
-                       "max_width_ratio": MAX_WIDTH})
+                      "Inside the lazy ball the drop of robust accuracy sits at ε ∝ d^−½ along its whole "
+                      "length: the curves collapse when plotted against ε·√d — the ε where robust/clean "
+                      f"accuracy falls to 75 %, 50 % and 25 % each has a log–log slope on d in [{SLOPE_BAND[0]}, "
+                      f"{SLOPE_BAND[1]}]", _collapse_family,
+                      {"effect": "OLS slope of log ε_q on log d over the curves, per q = 0.75, 0.5, 0.25 (the "
+                                 "one closest to its band's edge), t interval", "band": list(SLOPE_BAND),
+                       "theory_slope": -0.5})
 
 
 def eps_threshold_claim(df: pd.DataFrame) -> Claim:
@@ -300,25 +402,36 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
           "measured with both than at the smallest: log of that ratio's change below 0")
     rows = _net(_eps_rows(df)).reset_index(drop=True)  # one label per row: families are matched by it
     kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
-    lazy_all = kept[kept["C0"] < NON_LAZY_C0]
-    if lazy_all.empty or not (rows["C0"] < NON_LAZY_C0).any() or not (rows["C0"] == NON_LAZY_C0).any():
-        return Claim(cid, st, cm.too_few(0, 1, what="ε curves of both the lazy networks and the non-lazy control"),
+    lazy_all, lexcl = cm.apply_premises(_lazy_rows(kept), [LAZY_CURVE], unit=["_curve"])
+    excl = [*excl, *lexcl]
+    if lazy_all.empty or _lazy_rows(rows).empty or _rich_rows(rows).empty:
+        return Claim(cid, st, cm.too_few(0, 1, what="ε curves of both the lazy networks and the rich control"),
                      {}, SOURCE, kind=cm.EXPLORATORY, excluded=excl)
-    c0_max = float(rows.loc[rows["C0"] < NON_LAZY_C0, "C0"].max())
-    ctrl_all, cexcl = cm.apply_premises(kept[kept["C0"] == NON_LAZY_C0], [_non_lazy(c0_max)], unit=["_curve"])
-    # a lazy family is compared with the control runs that differ from it only in C0
-    key = point_ids(kept, _config(), ("seed", "eps", "size", "dim", "C0"))
+    ctrl_all, cexcl = cm.apply_premises(_rich_rows(kept), [RICH_CURVE], unit=["_curve"])
+    # a lazy family is compared with the control runs that differ from it only in C0 and the init
+    key = point_ids(kept, _config(), ("seed", "eps", "size", "dim", "C0", "init_scale"))
     pairs = [(lazy, ctrl_all[key.loc[ctrl_all.index] == k]) for k, lazy in lazy_all.groupby(key.loc[lazy_all.index])]
     pairs = [(lazy, ctrl) for lazy, ctrl in pairs if not ctrl.empty]
-    what = "lazy families with a matching non-lazy control"
-    verdict, evidence = _joined([(lazy, *_margin_family(lazy, ctrl)) for lazy, ctrl in pairs], what)
+    what = "lazy families with a matching rich control"
+
+    def split(r: pd.DataFrame) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+        return [(g[g["_side"] == "a"], g[g["_side"] == "b"]) for _, g in r.groupby("_pair")] if len(r) else []
+
+    def margin(r: pd.DataFrame) -> stats.Verdict:
+        """The rule on a frame of (numerator ``_side`` a, denominator b) networks per ``_pair``."""
+        return _joined([(a, *_margin_family(a, b)) for a, b in split(r)], what)[0]
+    # the claim's rows: each lazy family (a) with its rich control (b); the placebo's: the control's
+    # even seeds (a) against its odd seeds (b) — the same rule on other runs
+    claim_rows = pd.concat([f.assign(_side=side, _pair=i) for i, (lazy, ctrl) in enumerate(pairs)
+                            for f, side in ((lazy, "a"), (ctrl, "b"))]) if pairs else kept.iloc[0:0]
+    placebo = pd.concat([ctrl.assign(_side=np.where(ctrl["seed"] % 2 == 0, "a", "b"), _pair=i)
+                         for i, (_, ctrl) in enumerate(pairs)]) if pairs else None
+    verdict, control = cm.judge(_SPEC[cid], margin, claim_rows, placebo)
+    evidence = _joined([(a, *_margin_family(a, b)) for a, b in split(claim_rows)], what)[1]
     if not isinstance(evidence, dict):
         evidence = {"families": evidence}
-    # the placebo: the control's even seeds against its odd ones, the same rule
-    even = [ctrl["seed"] % 2 == 0 for _, ctrl in pairs]
-    cv, cev = _joined([(ctrl, *_margin_family(ctrl[e], ctrl[~e])) for (_, ctrl), e in zip(pairs, even)], what)
-    control = cm.control_from(_SPEC[cid].control, cv)
-    evidence["control"] = cev
+    evidence["control"] = _joined([(a, *_margin_family(a, b)) for a, b in split(placebo)], what)[1] \
+        if placebo is not None else {}
     evidence = {"effect": "log(ε½ lazy / ε½ control) at the largest d minus at the smallest (ratios of geometric "
                           "means over curves), Welch–Satterthwaite t interval; below 0 if the lazy networks lose "
                           "robustness relative to the control as d grows", **evidence,
@@ -343,21 +456,23 @@ def _radius_premised(df: pd.DataFrame, cid: str) -> tuple[pd.DataFrame, pd.DataF
     return rows, kept, excl
 
 
-def _at_factor(kept: pd.DataFrame, factor: float, side: str, threshold: float) -> tuple[stats.Verdict, list]:
-    """Per width: mean robust accuracy over seeds at R_factor = factor (t interval) against the
-    threshold; every width must hold."""
+def _at_rows(at: pd.DataFrame, side: str, threshold: float) -> tuple[stats.Verdict, list]:
+    """Per width: mean robust accuracy over seeds of networks at one R_factor (t interval) against
+    the threshold; every width must hold."""
     parts, per_m = [], []
-    at = kept[np.isclose(kept["R_factor"], factor)]
-    for m, g in at.groupby("m"):
+    keys = ["m", *[k for k in _SWEEP if k in at.columns]]  # never pooled across d or ε
+    for m, g in at.groupby(keys):
+        m = m[0] if isinstance(m, tuple) else m
         est = stats.mean_estimate(g["robust_acc"].to_numpy(float))
         v = stats.decide(est, threshold=threshold, side=side)
         parts.append(v)
-        per_m.append({"m": int(m), "R_factor": factor, "R": float(g["radius"].iloc[0]),
+        per_m.append({"m": int(m), **describe_family(g, _SWEEP),
+                      "R_factor": float(g["R_factor"].iloc[0]), "R": float(g["radius"].iloc[0]),
                       "robust_acc": est.value, "ci": [est.low, est.high], "networks": int(len(g)),
                       "clean_acc": float(g["clean_acc"].mean()), "verdict": v.verdict})
-    if len(parts) < 2:
-        return cm.too_few(len(parts), 2, what="widths with trained networks"), per_m
-    return stats.combine(parts, reason="every width must hold"), per_m
+    if len({r["m"] for r in per_m}) < 2:
+        return cm.too_few(len({r["m"] for r in per_m}), 2, what="widths with trained networks"), per_m
+    return stats.combine(parts, reason="every width (and (d, ε) sweep) must hold"), per_m
 
 
 def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str, threshold: float,
@@ -368,19 +483,27 @@ def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str
     present = sorted(float(f) for f in rows["R_factor"].unique())
     use = [f for f in present if factors[0] <= f <= factors[1]]
     evidence: dict = {"R_factors": present, "judged_at": use, "per_width": {}}
+
+    def at(f: float) -> pd.DataFrame:
+        return kept[np.isclose(kept["R_factor"], f)]
+
+    def rule(r: pd.DataFrame) -> stats.Verdict:
+        return _at_rows(r, side, threshold)[0]
+    rule.__name__ = f"robust_acc_{side}_{threshold:g}"
+    ctrl = at(control_factor) if any(np.isclose(control_factor, present)) else None
+    control = cm.judge(_SPEC[cid], rule, kept.iloc[0:0], ctrl)[1]
     if not use:
         verdict, across = cm.too_few(0, 1, what=f"R_factor values in [{factors[0]:g}, {factors[1]:g}]"), None
     else:
         per = {}
         for f in use:
-            per[f"{f:g}"], evidence["per_width"][f"{f:g}"] = _at_factor(kept, f, side, threshold)
+            per[f"{f:g}"], control = cm.judge(_SPEC[cid], rule, at(f), ctrl)
+            evidence["per_width"][f"{f:g}"] = _at_rows(at(f), side, threshold)[1]
         verdict, across = (per[f"{use[0]:g}"], None) if len(per) == 1 else cm.across("R_factor", per)
-    control = None
-    if any(np.isclose(control_factor, present)):
-        cv, cev = _at_factor(kept, control_factor, side, threshold)
-        control = cm.control_from(_SPEC[cid].control, cv)
-        evidence["control"] = cev
+    if ctrl is not None:
+        evidence["control"] = _at_rows(ctrl, side, threshold)[1]
     evidence["moved"] = _moved(rows)
+    evidence["training"] = stopped_untrained(rows, _radius_entry)
     return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl, across=across)
 
 
@@ -408,7 +531,29 @@ def radius_high_claim(df: pd.DataFrame) -> Claim:
                          "width", HIGH_FACTORS, "above", 0.75, LOW_FACTOR)
 
 
+_SWEEP = ("d", "eps")  # a radius sweep is one (d, ε): sweeps at other d or ε are never pooled
+
+
+def _sweeps(rows: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
+    keys = [k for k in _SWEEP if k in rows.columns]
+    if rows.empty or not keys:
+        return [((), rows)] if len(rows) else []
+    return [(k if isinstance(k, tuple) else (k,), g) for k, g in rows.groupby(keys)]
+
+
 def _r_half(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
+    """Per (d, ε) sweep: :func:`_r_half_one`; every sweep must hold (one sweep: its verdict)."""
+    parts = [(key, *_r_half_one(g, col)) for key, g in _sweeps(kept)]
+    if not parts:
+        return _r_half_one(kept, col)
+    if len(parts) == 1:
+        return parts[0][1], parts[0][2]
+    return (stats.combine([v for _, v, _ in parts], reason="every (d, ε) sweep must hold"),
+            {"sweeps": [{"d": k[0], "eps": k[1] if len(k) > 1 else None, "verdict": v.verdict, **ev}
+                        for k, v, ev in parts]})
+
+
+def _r_half_one(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
     """Per (m, seed): R½ (the radius where ``col`` first reaches 0.5, interpolated in log R);
     the OLS slope of log R½ on log m against R_HALF_BAND."""
     pts, total = [], 0
@@ -436,12 +581,17 @@ def radius_transition_claim(df: pd.DataFrame) -> Claim:
                  f"accuracy reaches 0.5 scales like 1/√m (slope of log R½ on log m in [{R_HALF_BAND[0]}, "
                  f"{R_HALF_BAND[1]}]), i.e. R½·√m/C0 is the same across widths")
     rows, kept, excl = _radius_premised(df, cid)
-    verdict, ev = _r_half(kept, "robust_acc")
-    cv, cev = _r_half(rows, "clean_acc")  # the control: every network, its clean accuracy
-    ev["control"] = cev
+
+    def r_half_slope(r: pd.DataFrame) -> stats.Verdict:
+        return _r_half(r, "robust_acc")[0]
+    # the control: every network, its clean accuracy in the claim's column, the same rule
+    ctrl = rows.assign(robust_acc=rows["clean_acc"]) if len(rows) else None
+    verdict, control = cm.judge(_SPEC[cid], r_half_slope, kept, ctrl)
+    ev = _r_half(kept, "robust_acc")[1]
+    ev["control"] = _r_half(rows, "clean_acc")[1]
     ev["moved"] = _moved(rows) if len(rows) else []
-    return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl,
-                 control=cm.control_from(_SPEC[cid].control, cv))
+    ev["training"] = stopped_untrained(rows, _radius_entry)
+    return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl, control=control)
 
 
 def claims(df: pd.DataFrame, ctx) -> list[Claim]:

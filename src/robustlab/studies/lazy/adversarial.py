@@ -12,7 +12,7 @@ measures clean and robust test accuracy under the same ℓ2 PGD. Two grids:
   and ``ε`` — once the neurons may move a little beyond the lazy radius, adversarial training
   should succeed.
 
-The claims, their premises and controls are declared in :mod:`.lazy_adversarial_claims`.
+The claims, their premises and controls are declared in :mod:`.adversarial_claims`.
 Training stops on the authors' patience rule, counted only once a copy has reached the
 "trained" bound on its clean training accuracy (or after a burn-in): the authors' rule counted
 from the untrained network, whose robust accuracy (0.5 for a network that predicts one class)
@@ -22,54 +22,34 @@ clean accuracy 0.49–0.53.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
-import numpy as np
-import pandas as pd
 import torch
 
-from ..config import param
-from ..metrics import accuracy, neuron_distance
-from ..models.ensemble import Flat, fold
-from ..report.plots import COLORS, fit_power_law, label_panels, save, subplots, theory_line
-from ..train.lazy import adversarial_examples, train_lazy_adversarial
-from . import lazy_adversarial_claims as lvc
-from ._lazy_common import (
+from ...metrics import accuracy, neuron_distance
+from ...models.ensemble import Flat, fold
+from ...train.lazy import adversarial_examples, train_lazy_adversarial
+from ..base import Preset, Study
+from . import adversarial_claims as lvc
+from .common import (
     MIN_TRAINED,
     NON_LAZY_C0,
-    LazyConfig,
+    RICH_INIT_SCALE,
+    LazyAdversarialConfig,
     input_bounds,
+    input_grad_norm,
     neuron_params,
     start_point,
+    weight_change,
     work,
 )
-from .base import Context, Figure, Preset, Study
+from .figures import adversarial_figures as figures
 
 SOURCE = lvc.SOURCE
 eps_sharp_claim, eps_threshold_claim = lvc.eps_sharp_claim, lvc.eps_threshold_claim
 radius_low_claim, radius_high_claim = lvc.radius_low_claim, lvc.radius_high_claim
 radius_transition_claim = lvc.radius_transition_claim
 claims = lvc.claims
-
-
-@dataclasses.dataclass(frozen=True)
-class LazyAdversarialConfig(LazyConfig):
-    study = "lazy-adversarial"
-    eps: float = param(0.1, "ℓ2 budget ε of the PGD used for training and testing", ge=0)
-    attack_steps: int = param(100, "PGD steps (the authors': 100)", ge=1)
-    attack_step_div: float = param(40.0, "PGD step size ε/attack_step_div (the authors': ε/40)", gt=0)
-    test_attack_steps: int | None = param(None, "PGD steps at test time (default: attack_steps)", ge=1)
-    lr: float = param(0.01, "SGD learning rate (the authors': 0.01)", gt=0)
-    batch_size: int = param(32, "SGD mini-batch size (the authors': 32)", ge=1)
-    patience: int = param(20, "stop after this many armed epochs without a robust-training-accuracy gain",
-                          ge=1)
-    min_gain: float = param(1e-4, "the gain that counts as an improvement", ge=0)
-    patience_from: float | None = param(MIN_TRAINED, "patience is armed at the first epoch whose clean "
-                                        "training accuracy reaches this (none, with burn_in=0: from the "
-                                        "start, the authors' rule)", ge=0, le=1)
-    burn_in: int = param(100, "...or at this epoch, whichever comes first (0: no burn-in)", ge=0)
-    epochs: int = param(1000, "at most this many epochs", ge=1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -80,6 +60,7 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
     st = start_point(cfgs, device)
     base, data, E, d, model, r = st.base, st.data, st.E, st.d, st.model, st.radius
     bounds = input_bounds(base)
+    g0 = input_grad_norm(model, data.x_test)  # (E,): the gain's denominator, over every test point
     log = train_lazy_adversarial(
         model, data.x_train, data.y_train, radius=r, eps=base.eps, generators=st.generators,
         attack_steps=base.attack_steps, attack_step_size=base.eps / base.attack_step_div, bounds=bounds,
@@ -96,6 +77,7 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
     robust = accuracy(flat, fold(x_adv), yt, per_sample=True).view(E, -1) & clean
     with torch.no_grad():
         offsets = neuron_distance(*neuron_params(model), per_neuron=True)  # (E, m)
+    g1, moved = input_grad_norm(model, data.x_test), weight_change(model)
     final = log.history[-1]
     armed = [next((i + 1 for i, h in enumerate(log.history)
                    if base.patience_from is not None and float(h["clean_train_acc"][e]) >= base.patience_from),
@@ -110,91 +92,12 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
         "robust_train_acc": float(final["robust_train_acc"][e]),
         "clean_acc": float(clean[e].float().mean()),
         "robust_acc": float(robust[e].float().mean()),
+        "grad_all": float(g1[e]), "init_grad_all": float(g0[e]), "grad_gain": float(g1[e] / g0[e]),
+        "weight_change": float(moved[e]),
     }] for e in range(E)]
 
 
 # ---------------------------------------------------------------------------------------
-# figures
-
-def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
-    figs: list[Figure] = []
-    lazy = df[df["R"].isna() & df["R_factor"].isna() & (df["C0"] < NON_LAZY_C0)]
-    if len(lazy):
-        fig, axes = subplots(1, 2, squeeze=False)
-        ax = axes[0][0]
-        for i, (d, g) in enumerate(lazy.groupby("d")):
-            st = g.groupby("eps")["robust_acc"].agg(["mean", "std"]).sort_index()
-            st = st[st.index > 0]
-            c = COLORS[i % len(COLORS)]
-            ax.plot(st.index, st["mean"], "o-", color=c, label=f"d={int(d)}")
-            ax.fill_between(st.index, st["mean"] - st["std"].fillna(0), st["mean"] + st["std"].fillna(0),
-                            color=c, alpha=0.18, lw=0)
-        ax.set_xscale("log")
-        ax.set_xlabel("ε (ℓ2 budget)")
-        ax.set_ylabel("robust test accuracy")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=7)
-        ax = axes[0][1]
-        claim = eps_threshold_claim(df)
-        pts = claim.evidence.get("seed_eps_half") or [
-            p for fam in claim.evidence.get("families", []) for p in fam.get("seed_eps_half", [])]
-        if pts:
-            ds, es = zip(*pts)
-            ax.plot(ds, es, "o", color=COLORS[0], alpha=0.7, label="ε at half the clean accuracy (per seed)")
-            if len(set(ds)) >= 2:
-                fit = fit_power_law(ds, es)
-                xs = np.geomspace(min(ds), max(ds), 32)
-                ax.plot(xs, fit.predict(xs), "-", color=COLORS[0], lw=1, label=f"fit: slope {fit.text()}")
-                theory_line(ax, ds, -0.5, min(ds), float(fit.predict(min(ds))), "d^−1/2")
-        # the non-lazy control beside them (eps-half-lazy-vs-control): where the images' margin, not
-        # laziness, sets ε½ the two coincide
-        margin = lvc.eps_margin_claim(df).evidence
-        per_d = margin.get("per_d") or [r for fam in margin.get("families", []) for r in fam.get("per_d", [])]
-        ctl = sorted((r["d"], r["control_eps_half"]) for r in per_d if r.get("control_eps_half"))
-        if ctl:
-            ax.plot(*zip(*ctl), "s--", color=COLORS[1], lw=1,
-                    label=f"non-lazy control (C0 = {NON_LAZY_C0:g}), geometric mean")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("input dimension d")
-        ax.set_ylabel("halving ε")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-        label_panels(axes)
-        save(fig, ctx.figdir / "robust_vs_eps.png")
-        figs.append(Figure(
-            "figures/robust_vs_eps.png", "Robust accuracy against ε inside the lazy ball, per d",
-            "(a) Robust test accuracy under ℓ2 PGD after projected adversarial training, mean ± std over "
-            "seeds; it should collapse past a threshold that moves left as d grows. (b) The ε at which "
-            "robust accuracy falls to half the clean accuracy, with its log–log fit; dashed: the "
-            "theorem's d^−1/2; squares: the same for the non-lazy control that left the lazy ball "
-            "(geometric mean over seeds per d; the exploratory question eps-half-lazy-vs-control)."))
-    runs = df[df["R_factor"].notna()]
-    if len(runs):
-        fig, axes = subplots(1, 1, squeeze=False)
-        ax = axes[0][0]
-        for i, ((m, d, eps), g) in enumerate(runs.groupby(["m", "d", "eps"])):
-            st = g.groupby("radius")["robust_acc"].agg(["mean", "std"]).sort_index()
-            c = COLORS[i % len(COLORS)]
-            ax.plot(st.index, st["mean"], "o-", color=c, label=f"m={int(m)} (d={int(d)}, ε={eps:g})")
-            ax.fill_between(st.index, st["mean"] - st["std"].fillna(0), st["mean"] + st["std"].fillna(0),
-                            color=c, alpha=0.18, lw=0)
-            ax.axvline(float(g["lazy_radius"].iloc[0]), color=c, ls=":", lw=1,
-                       label=f"C0/√m = {float(g['lazy_radius'].iloc[0]):.3g}")
-        ax.set_xscale("log")
-        ax.set_xlabel("per-neuron radius R")
-        ax.set_ylabel("robust test accuracy")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=7)
-        save(fig, ctx.figdir / "robust_vs_radius.png")
-        figs.append(Figure(
-            "figures/robust_vs_radius.png", "Robust accuracy against the radius R, per width",
-            "Projected adversarial training with every neuron kept within R of its initialisation; "
-            "mean ± std over seeds. Dotted: the lazy radius C0/√m of each width. Robust accuracy "
-            "should jump from near 0 to high once R passes a threshold near the lazy radius."))
-    return figs
-
-
 # ---------------------------------------------------------------------------------------
 
 def _work(cfg: LazyAdversarialConfig) -> float:
@@ -228,12 +131,13 @@ STUDY = Study(
              "patience_from": MIN_TRAINED, "burn_in": 10, "epochs": 30},
             (
                 # d = 25 and 49 included (where the paper preset failed); ε up to 0.8, where a
-                # d = 25 network's robust accuracy halves (ε½ ≈ 2.3/√d); C0 = 1000 the control
+                # d = 25 network's robust accuracy halves (ε½ ≈ 2.3/√d)
                 {"size": [5, 7, 10, 14, 28], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "epochs": [20]},
-                # the control on three of those sizes (its rules need >= 2 and >= 3 values of d);
-                # at the quick preset it moves to C0_used 5.6–30, beyond the lazy ball of C0 = 5
+                # the rich control on three of those sizes (its rules need >= 2 and >= 3 values of
+                # d): a 100× smaller first layer and a ball that never binds (issue #53: C0 = 1000
+                # from the standard init moved to C0_used 5.6–30 only, a lazy network by Def. 2.1)
                 {"size": [5, 10, 28], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "epochs": [20],
-                 "C0": [NON_LAZY_C0]},
+                 "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE]},
                 # the radius sweep in lazy radii: 1 (radius-low), 1.5 and 2 (radius-high)
                 {"size": [14], "eps": [0.2], "m": [64, 256], "R_factor": [0.5, 1.0, 1.5, 2.0, 4.0]},
             ),
@@ -241,23 +145,23 @@ STUDY = Study(
             # halving-ε slope −0.48 against the band edge −0.7, per-(d, seed) spread 0.29 -> 8
             # seeds; robust accuracy at the smallest R 0.07 against 0.25, spread 0.11 -> 7.
             n_seeds=8,
-            description="5 sizes × 6 ε inside the ball C0=5, 3 of them for the non-lazy control C0=1000; R sweep "
+            description="5 sizes × 6 ε inside the ball C0=5, 3 of them for the rich control (init ×0.01, C0=1000); R sweep "
                         "0.5–4 lazy radii for widths 64/256 at d=196; 8 seeds (from a power estimate)"),
         "paper": Preset(
             {"sphere": True, "C0": 5.0, "m": 256},
             (
                 {"size": [5, 7, 10, 14, 20, 28], "eps": [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8]},
-                # the non-lazy control on three sizes, as in the quick preset (its rules need 2
+                # the rich control on three sizes, as in the quick preset (its rules need 2
                 # and 3 values of d): 58 % of the ε grid's cost instead of 100 %
                 {"size": [5, 10, 28], "eps": [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8],
-                 "C0": [NON_LAZY_C0]},
+                 "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE]},
                 {"size": [14], "eps": [0.2], "m": [64, 256, 1024],
                  "R_factor": [0.25, 0.5, 1.0, 1.25, 1.5, 2.0, 4.0]},
             ),
             n_seeds=5,
             description="the authors' Alg. 1 (100 PGD steps of ε/40, lr 0.01, batch 32, patience 20, "
-                        "armed at clean training accuracy 0.9 or epoch 100); the non-lazy control "
-                        "C0=1000; R in lazy radii"),
+                        "armed at clean training accuracy 0.9 or epoch 100); the rich control "
+                        "(init ×0.01, C0=1000); R in lazy radii"),
     },
     run_points=run_points,
     claims=claims,
@@ -266,8 +170,8 @@ STUDY = Study(
     weight=_work,
     claim_specs=lvc.SPECS,
     populations={"the clean accuracy of the same networks": "the networks' clean test accuracy, read by the same rule",
-                 "placebo: the non-lazy control's even seeds against its odd seeds":
-                     "the non-lazy control's networks split by seed parity"},
+                 "placebo: the rich control's even seeds against its odd seeds":
+                     "the rich control's networks split by seed parity"},
     premises=lvc.PREMISES,
 )
 
