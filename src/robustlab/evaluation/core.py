@@ -158,6 +158,11 @@ def _clean_correct(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: in
     with checks.eval_mode(model), torch.no_grad():
         for i in range(0, x.shape[0], batch):
             z = model(x[i:i + batch])
+            if isinstance(z, torch.Tensor) and z.is_floating_point() and not bool(torch.isfinite(z).all()):
+                bad = int((~torch.isfinite(z.reshape(z.shape[0], -1))).any(1).sum()) if z.dim() else 1
+                raise UserError(f"model is not allowed: its outputs are not finite (NaN or inf) on {bad} of the "
+                                f"{z.shape[0] if z.dim() else 1} inputs from {i}; an accuracy of such outputs "
+                                "would mean nothing: check the model and its inputs")
             if i == 0:
                 k = z.shape[1] if z.ndim == 2 else 1
                 try:
@@ -282,6 +287,15 @@ def evaluate(
     _check_int("steps", steps, 1, optional=True)
     _check_int("restarts", restarts, 1)
     _check_int("batch_size", batch_size, 1)
+    _check_int("seed", seed, 0)
+    if bounds is not None:
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError):
+            raise UserError(f"bounds={bounds!r} is not allowed: (lo, hi) numbers with lo < hi, or None") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise UserError(f"bounds={bounds!r} is not allowed: (lo, hi) finite numbers with lo < hi, or None")
+        bounds = (lo, hi)
     entries = resolve_attacks(attacks, threat, steps, restarts)
     x, y = _to_tensors(x, y, batch_size)
     x, y = _check_data(model, x, y, bounds)

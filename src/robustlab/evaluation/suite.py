@@ -186,7 +186,7 @@ def _build_named(name: str, threat: str, steps: int | None, restarts: int) -> En
     version = torchattacks_version()
     if version is None:
         raise UserError(f"attack={name!r} is not allowed: robustlab has no implementation of its own yet and "
-                        "torchattacks is not installed (pip install torchattacks)")
+                        "torchattacks is not installed (pip install 'robustlab[autoattack]')")
     n = steps or 100
     return Entry(name, f"torchattacks {version} {ADAPTED[name]} (adapter), {n} steps x every other class as target",
                  lambda e, k: TorchattacksAttack(ball(e), cls=ADAPTED[name], options=(
