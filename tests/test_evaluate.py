@@ -239,3 +239,113 @@ def test_fgsm_and_pgd_see_through_a_saturated_softmax():
                                       bounds=(0.0, 1.0), generator=gen))
     plain_fgsm = float(robust_accuracy(big, x, y, FGSM(Linf(eps)), bounds=(0.0, 1.0)))
     assert plain_pgd > read["big"]["pgd"] + 0.1 and plain_fgsm > read["big"]["fgsm"] + 0.1
+
+
+# ----------------------------------------------------------------------------------------
+# the function's face, callables, loaders, the progress bar
+
+
+def test_evaluate_is_a_function_with_a_real_signature():
+    import inspect
+    import pydoc
+
+    assert inspect.isfunction(robustlab.evaluate)
+    params = inspect.signature(robustlab.evaluate).parameters
+    assert list(params)[:3] == ["model", "x", "y"] and "attacks" in params and "progress" in params
+    text = pydoc.render_doc(robustlab.evaluate, renderer=pydoc.plaintext)
+    assert "*args" not in text and "autoattack" in text and "DataLoader" in text
+
+
+def test_callable_attacks_are_projected_counted_and_named(cnn):
+    net, x, y = cnn
+    x, y = x[:40], y[:40]
+
+    def too_far(model, x, y):  # ignores its budget: 0.5 in every pixel, then the box
+        return (x + 0.5).clamp(0, 1)
+
+    def fgsm_like(model, x, y, eps):  # a correct attack, told its budget
+        x = x.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(nn.functional.cross_entropy(model(x), y), x)
+        return (x + eps * g.sign()).clamp(0, 1).detach()
+
+    seen = []
+
+    def spy(model, x, y, eps, generator):
+        seen.append((eps, isinstance(generator, torch.Generator), model.training))
+        return x
+
+    ev = robustlab.evaluate(net, x, y, eps=[0.05, 0.1], attacks={"far": too_far, "mine": fgsm_like, "spy": spy,
+                                                                 "fgsm": "fgsm"})
+    t = ev.table.set_index(["eps", "attack"])
+    clean = int(ev.table.loc[0, "n_correct"])
+    for e in (0.05, 0.1):
+        assert t.loc[(e, "far"), "n_projected"] == clean  # every attacked row had to be moved back
+        assert t.loc[(e, "mine"), "n_projected"] == 0 and t.loc[(e, "fgsm"), "n_projected"] == 0
+        assert t.loc[(e, "spy"), "n_correct"] == clean  # returning x changes nothing
+        assert t.loc[(e, "mine"), "implementation"].startswith("callable")
+        # the user's FGSM and the library's agree up to the saturation-safe direction
+        assert abs(t.loc[(e, "mine"), "n_correct"] - t.loc[(e, "fgsm"), "n_correct"]) <= 1
+    assert seen == [(0.05, True, False), (0.1, True, False)]
+    # what "far" is scored on lies inside the ball: compare with clamping its output by hand
+    x_far = robustlab.evaluation.CallableAttack(Linf(0.05), fn=too_far)(net, x, y)
+    assert (x_far - x).abs().max() <= 0.05 + 1e-6
+
+
+def test_callable_attack_bad_output_and_torchattacks_instance_are_one_line_errors(cnn):
+    net, x, y = cnn
+    with pytest.raises(robustlab.UserError, match="returned"):
+        robustlab.evaluate(net, x[:5], y[:5], eps=0.1, attacks=[lambda m, x, y: x[:, 0]])
+    torchattacks = pytest.importorskip("torchattacks")
+    with pytest.raises(robustlab.UserError, match="lambda model, x, y, eps"):
+        robustlab.evaluate(net, x[:5], y[:5], eps=0.1, attacks=[torchattacks.FGSM(net, eps=0.1)])
+
+
+def test_dataloader_and_dataset_inputs_give_the_tensor_numbers(cnn):
+    from torch.utils.data import DataLoader, TensorDataset
+
+    net, x, y = cnn
+    x, y = x[:64], y[:64]
+    kw = {"eps": [0.1], "attacks": ["fgsm", "apgd-ce"], "steps": 10}
+    ref = robustlab.evaluate(net, x, y, **kw).table
+    ds = TensorDataset(x, y)
+    for given in (DataLoader(ds, batch_size=25), ds):
+        pd.testing.assert_frame_equal(robustlab.evaluate(net, given, **kw).table, ref)
+    with pytest.raises(robustlab.UserError, match="y is not allowed to be missing"):
+        robustlab.evaluate(net, x, **kw)
+
+
+def test_progress_bar_goes_to_stderr_only_when_asked_or_on_a_terminal(cnn, capsys):
+    net, x, y = cnn
+    robustlab.evaluate(net, x[:20], y[:20], eps=0.1, attacks="fgsm")  # stderr is not a tty under pytest
+    assert capsys.readouterr().err == ""
+    robustlab.evaluate(net, x[:20], y[:20], eps=0.1, attacks="fgsm", progress=True)
+    cap = capsys.readouterr()
+    assert "ε=0.1 fgsm" in cap.err and "/20 " in cap.err and cap.out == ""
+
+
+def test_cascade_gives_the_same_worst_case_for_less_work(cnn):
+    net, x, y = cnn
+    kw = {"eps": [0.1], "attacks": ["fgsm", "apgd-ce"], "steps": 20}
+    full = robustlab.evaluate(net, x, y, **kw).table.set_index("attack")
+    casc = robustlab.evaluate(net, x, y, cascade=True, **kw).table.set_index("attack")
+    # fgsm runs first on the same rows either way; apgd-ce then only on fgsm's survivors
+    assert casc.loc["fgsm", "n_correct"] == full.loc["fgsm", "n_correct"]
+    assert casc.loc["apgd-ce", "n_attacked"] == full.loc["fgsm", "n_correct"] < full.loc["apgd-ce", "n_attacked"]
+    assert abs(casc.loc["worst case", "n_correct"] - full.loc["worst case", "n_correct"]) <= 3  # random starts differ
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_cli_evaluate_a_callable_attack_from_a_file(cnn, tmp_path):
+    net, x, y = cnn
+    torch.jit.script(net).save(str(tmp_path / "model.pt"))
+    torch.save({"x": x[:30], "y": y[:30]}, tmp_path / "data.pt")
+    (tmp_path / "myattacks.py").write_text("def shove(model, x, y, eps):\n    return (x + 2 * eps).clamp(0, 1)\n")
+    r = cli("evaluate", tmp_path / "model.pt", "--data", tmp_path / "data.pt", "--eps", "0.1", "--attacks",
+            f"fgsm,{tmp_path / 'myattacks.py'}:shove", "--no-progress", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    t = pd.read_csv(tmp_path / "o" / "evaluation.csv").set_index("attack")
+    assert t.loc["shove", "n_projected"] > 0 and t.loc["fgsm", "n_projected"] == 0  # 2ε is outside the ball
+    assert "callable" in t.loc["shove", "implementation"] and r.stderr == ""
+    line = one_line_error(cli("evaluate", tmp_path / "model.pt", "--data", tmp_path / "data.pt", "--eps", "0.1",
+                              "--attacks", f"{tmp_path / 'myattacks.py'}:nothere"))
+    assert "--attacks" in line

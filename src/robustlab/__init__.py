@@ -15,15 +15,16 @@ __all__ = ["load", "run", "rerun", "runs", "compare", "evaluate", "Evaluation", 
            "UserError", "ConfigError", "__version__"]
 
 # imported on first use: `import robustlab` stays free of torch (the CLI starts fast)
-_LAZY = {"evaluate": None, "Evaluation": "Evaluation", "Normalized": "Normalized"}
+_LAZY = ("evaluate", "Evaluation", "Normalized")
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        module = importlib.import_module(".evaluate", __name__)  # callable: robustlab.evaluate(...)
-        return module if _LAZY[name] is None else getattr(module, _LAZY[name])
+        value = getattr(importlib.import_module(".evaluation", __name__), name)
+        globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module 'robustlab' has no attribute {name!r}")
 
 

@@ -587,13 +587,20 @@ def _add_evaluate_export(sub) -> None:
                    help="builds the model for a state dict (pkg.mod:Name or file.py:Name, called with no arguments)")
     p.add_argument("--data", type=Path, required=True, help="a .pt file with {'x': inputs, 'y': labels}, or an .npz")
     p.add_argument("--eps", required=True, help="budgets, comma-separated (e.g. 0.01,0.03)")
-    p.add_argument("--attacks", default="apgd-ce,apgd-dlr", help="comma-separated: fgsm, pgd, apgd-ce, apgd-dlr")
+    p.add_argument("--attacks", default="apgd-ce,apgd-dlr",
+                   help="comma-separated: fgsm, pgd, apgd-ce, apgd-dlr, apgd-t, fab-t, square; the suite "
+                        "autoattack; or your own fn(model, x, y) -> x_adv as pkg.mod:fn or file.py:fn")
     p.add_argument("--threat", default="linf", help="linf (default) or l2")
     p.add_argument("--bounds", default="0,1", help="the input range LO,HI (default 0,1), or none")
     p.add_argument("--steps", type=int, default=None, help="steps of the iterative attacks (default: theirs)")
     p.add_argument("--restarts", type=int, default=1, help="random restarts of the iterative attacks")
     p.add_argument("--batch-size", type=int, default=500)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cascade", action="store_true",
+                   help="attack only the samples every earlier attack left robust (AutoAttack's order; "
+                        "the same worst case, less work)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--out", type=Path, default=None,
                    help="write evaluation.csv, per_sample.csv and robust_accuracy.png here (a new directory)")
@@ -614,8 +621,25 @@ def _floats(text: str, flag: str) -> list[float]:
         raise UserError(f"{flag} {text!r} is not allowed: comma-separated numbers") from None
 
 
+def _attack_list(text: str) -> dict:
+    """``--attacks``: names and suites as they are; ``pkg.mod:fn`` / ``file.py:fn`` imported, shown as ``fn``."""
+    from .evaluation import load_object
+
+    out: dict = {}
+    for item in (a.strip() for a in text.split(",")):
+        if not item:
+            continue
+        if ":" in item:
+            out[item.rsplit(":", 1)[1]] = load_object(item, "--attacks")
+        else:
+            out[item] = item
+    if not out:
+        raise UserError(f"--attacks {text!r} is not allowed: name at least one attack")
+    return out
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate, load_data, load_model
+    from .evaluation import evaluate, load_data, load_model
     from .utils import resolve_device
 
     device = resolve_device(args.device)
@@ -627,8 +651,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     model = load_model(args.model, args.module).to(device)
     x, y = load_data(args.data)
     ev = evaluate(model, x, y, threat=args.threat, eps=_floats(args.eps, "--eps"),
-                  attacks=[a.strip() for a in args.attacks.split(",") if a.strip()], bounds=bounds,
-                  steps=args.steps, restarts=args.restarts, batch_size=args.batch_size, seed=args.seed)
+                  attacks=_attack_list(args.attacks), bounds=bounds, steps=args.steps, restarts=args.restarts,
+                  batch_size=args.batch_size, seed=args.seed, cascade=args.cascade, progress=args.progress)
     print(ev.table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

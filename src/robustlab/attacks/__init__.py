@@ -7,6 +7,7 @@
 
 from . import losses
 from .apgd import APGD, dlr_loss
+from .apgd_t import APGDT, dlr_targeted_loss
 from .base import Attack, loss_and_grad
 from .checks import EvaluationWarning, reset_warnings
 from .feature_direction import FeatureDirection
@@ -15,6 +16,7 @@ from .gradient_step import GradientStep
 from .losses import correct, cross_entropy, get_loss, is_binary, logistic, margin_loss
 from .min_flip import MinFlipResult, min_flip_along_gradient
 from .pgd import PGD
+from .square import Square
 from .threat import L2, Linf, per_sample_norm, uniform_ball_l2
 
 __all__ = [
@@ -25,7 +27,10 @@ __all__ = [
     "GradientStep",
     "PGD",
     "APGD",
+    "APGDT",
+    "Square",
     "dlr_loss",
+    "dlr_targeted_loss",
     "FeatureDirection",
     "min_flip_along_gradient",
     "MinFlipResult",

@@ -35,21 +35,10 @@ from torch import nn
 
 from ..config import ConfigError
 from .base import Attack, Bounds, gradient_fn
-from .losses import cross_entropy
+from .losses import cross_entropy, dlr_loss
 from .threat import Linf, per_sample_norm
 
-__all__ = ["APGD", "dlr_loss", "checkpoints"]
-
-
-def dlr_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Difference of logits ratio per sample ``(N,)``: ``−(z_y − max_{i≠y} z_i) / (z_π1 − z_π3 + 1e−12)``
-    (APGD paper, eq. 5); ``out`` is ``(N, k)`` logits with ``k >= 3``."""
-    if out.ndim != 2 or out.shape[1] < 3:
-        raise ValueError(f"the DLR loss needs logits of shape (N, k) with k >= 3 classes, got {tuple(out.shape)}")
-    top, _ = out.sort(dim=1, descending=True)
-    zy = out.gather(1, y.view(-1, 1)).squeeze(1)
-    other = torch.where(top[:, 0] == zy, top[:, 1], top[:, 0])  # max over i != y (ties: the same value)
-    return -(zy - other) / (top[:, 0] - top[:, 2] + 1e-12)
+__all__ = ["APGD", "dlr_loss", "checkpoints", "worst_restart"]
 
 
 APGD_LOSSES = {"ce": cross_entropy, "dlr": dlr_loss}
@@ -107,44 +96,67 @@ class APGD(Attack):
         scale = self.eps / n.clamp_min(torch.finfo(x.dtype).tiny)
         return x + t * scale.view(-1, *[1] * (x.ndim - 1))
 
-    def run(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, bounds: Bounds,
-            generator: torch.Generator | None = None, **kw) -> torch.Tensor:
-        R, N = self.restarts, x.shape[0]
-        ones = [1] * (x.ndim - 1)
-        x0 = x.repeat_interleave(R, dim=0) if R > 1 else x  # (M, ...), row n·R + r
-        y0 = y.repeat_interleave(R, dim=0) if R > 1 else y
-        M = x0.shape[0]
+    def _projection(self, x0: torch.Tensor, bounds: Bounds):
+        """``z ↦`` its projection onto the ball around ``x0`` ∩ the box, in ``z``'s memory (ℓ∞:
+        one clamp between the precomputed ``max(x0 − ε, lo)`` and ``min(x0 + ε, hi)``)."""
+        if isinstance(self.threat, Linf):
+            lo_t, hi_t = x0 - self.eps, x0 + self.eps
+            if bounds is not None:
+                lo_t.clamp_(min=bounds[0])
+                hi_t.clamp_(max=bounds[1])
+            return lambda z: z.clamp_(lo_t, hi_t)
 
         def project(z: torch.Tensor) -> torch.Tensor:
             z = self.threat.project(x0, z)
             return z.clamp_(bounds[0], bounds[1]) if bounds is not None else z
 
-        grad_fn = gradient_fn(model, APGD_LOSSES[self.loss])
+        return project
+
+    def run(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, bounds: Bounds,
+            generator: torch.Generator | None = None, **kw) -> torch.Tensor:
+        R, N = self.restarts, x.shape[0]
+        x0 = x.repeat_interleave(R, dim=0) if R > 1 else x  # (M, ...), row n·R + r
+        y0 = y.repeat_interleave(R, dim=0) if R > 1 else y
+        result, fooled, loss_best = self.run_rows(model, x0, y0, APGD_LOSSES[self.loss], bounds, generator)
+        return worst_restart(result, fooled, loss_best, N, R)
+
+    def run_rows(self, model: nn.Module, x0: torch.Tensor, y0: torch.Tensor, loss_fn, bounds: Bounds,
+                 generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One APGD run per row of ``x0`` ascending ``loss_fn(out, y0) -> (M,)``: per row the
+        returned point (a misclassified iterate where one was found, else the highest-loss one),
+        whether it was misclassified ``(M,)``, and the highest loss ``(M,)``."""
+        ones = [1] * (x0.ndim - 1)
+        M = x0.shape[0]
+        project = self._projection(x0, bounds)
+        grad_fn = gradient_fn(model, loss_fn)
         x_adv = project(self._start(x0, generator))
         out, loss, g, ok = grad_fn(x_adv, y0, check=True)
         fooled = ~ok  # (M,) a misclassified iterate was found
         x_fooled = x_adv.clone()  # the last misclassified iterate (the start until one is found)
         x_best, g_best, loss_best = x_adv.clone(), g.clone(), loss.clone()  # highest loss so far
-        step = torch.full((M, *ones), 2.0 * self.eps, dtype=x.dtype, device=x.device)
-        x_prev = x_adv.clone()
-        rises = torch.zeros(M, dtype=torch.long, device=x.device)  # steps since the checkpoint that raised the loss
-        loss_prev = loss.clone()
-        loss_at_check, reduced_at_check = loss_best.clone(), torch.ones(M, dtype=torch.bool, device=x.device)
+        step = torch.full((M, *ones), 2.0 * self.eps, dtype=x0.dtype, device=x0.device)
+        x_prev = x_adv
+        rises = torch.zeros(M, dtype=torch.long, device=x0.device)  # steps since the checkpoint that raised the loss
+        loss_prev = loss
+        loss_at_check, reduced_at_check = loss_best.clone(), torch.ones(M, dtype=torch.bool, device=x0.device)
         marks, since = set(checkpoints(self.steps)), 0
+        # the loop is the attack's whole cost besides the model: one fused clamp per projection
+        # and torch.where instead of boolean-mask assignment (each of those is three kernels)
         for i in range(self.steps):
-            a = self.momentum if i > 0 else 1.0
             with torch.no_grad():
-                z = project(x_adv + step * self.threat.steepest(g))
-                x_next = project(x_adv + a * (z - x_adv) + (1 - a) * (x_adv - x_prev))
-            x_prev, x_adv = x_adv, x_next
+                z = project(torch.addcmul(x_adv, step, self.threat.steepest(g)))
+                if i > 0:  # x + α(z − x) + (1 − α)(x − x_prev); α = 1 on the first step
+                    z = project(torch.lerp(x_adv, z, self.momentum).add_(x_adv - x_prev, alpha=1 - self.momentum))
+            x_prev, x_adv = x_adv, z
             out, loss, g, ok = grad_fn(x_adv, y0)
-            fooled_now = ~ok
-            x_fooled[fooled_now] = x_adv[fooled_now]
-            fooled |= fooled_now
+            x_fooled = torch.where(ok.view(-1, *ones), x_fooled, x_adv)
+            fooled |= ~ok
             rises += loss > loss_prev
             loss_prev = loss
             up = loss > loss_best
-            x_best[up], g_best[up], loss_best[up] = x_adv[up], g[up], loss[up]
+            upv = up.view(-1, *ones)
+            x_best, g_best, loss_best = (torch.where(upv, x_adv, x_best), torch.where(upv, g, g_best),
+                                         torch.where(up, loss, loss_best))
             since += 1
             if i in marks:  # condition 1 (too few rises) or 2 (no reduction and no progress)
                 halve = (rises <= self.rho * since) | (~reduced_at_check & (loss_at_check >= loss_best))
@@ -154,11 +166,14 @@ class APGD(Attack):
                     x_adv[halve], g[halve] = x_best[halve], g_best[halve]
                 rises.zero_()
                 since = 0
-        result = torch.where(fooled.view(-1, *ones), x_fooled, x_best)
-        if R == 1:
-            return result
-        # the worst restart per sample: a misclassified one, else the highest loss
-        key = torch.where(fooled, torch.full_like(loss_best, math.inf), loss_best).view(N, R)
-        idx = key.nan_to_num(nan=-math.inf).argmax(1)
-        return result.view(N, R, *x.shape[1:])[torch.arange(N, device=x.device), idx]
+        return torch.where(fooled.view(-1, *ones), x_fooled, x_best), fooled, loss_best
 
+
+def worst_restart(result: torch.Tensor, fooled: torch.Tensor, loss_best: torch.Tensor, N: int, R: int) -> torch.Tensor:
+    """Per sample, of its ``R`` rows (point-major ``n·R + r``): a misclassified one, else the
+    highest loss."""
+    if R == 1:
+        return result
+    key = torch.where(fooled, torch.full_like(loss_best, math.inf), loss_best).view(N, R)
+    idx = key.nan_to_num(nan=-math.inf).argmax(1)
+    return result.view(N, R, *result.shape[1:])[torch.arange(N, device=result.device), idx]

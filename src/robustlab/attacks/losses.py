@@ -26,6 +26,7 @@ __all__ = [
     "get_loss",
     "correct",
     "margins",
+    "dlr_loss",
     "loss_grad_correct",
     "LOSSES",
 ]
@@ -156,14 +157,55 @@ def loss_grad_correct(
     return None if closed is None or out.ndim != 2 or is_binary(out) else closed(out, y, grad, direction)
 
 
+def dlr_loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Difference of logits ratio per sample ``(N,)``: ``−(z_y − max_{i≠y} z_i) / (z_π1 − z_π3 + 1e−12)``
+    (APGD paper, eq. 5); ``out`` is ``(N, k)`` logits with ``k >= 3``."""
+    if out.ndim != 2 or out.shape[1] < 3:
+        raise ValueError(f"the DLR loss needs logits of shape (N, k) with k >= 3 classes, got {tuple(out.shape)}")
+    top, _ = out.sort(dim=1, descending=True)
+    zy = out.gather(1, y.view(-1, 1)).squeeze(1)
+    other = torch.where(top[:, 0] == zy, top[:, 1], top[:, 0])  # max over i != y (ties: the same value)
+    return -(zy - other) / (top[:, 0] - top[:, 2] + 1e-12)
+
+
+def ratio_closed(z: torch.Tensor, y: torch.Tensor, other: torch.Tensor, den: list[tuple[int, float]],
+                 grad: bool) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """``L = −(z_y − z_o) / D`` with ``D = Σ_j c_j z_πj + 1e−12`` (``den``: pairs ``(j, c_j)``
+    of sorted positions and weights) and its logit gradient ``(e_o − e_y)/D + (z_y − z_o)/D² ·
+    Σ_j c_j e_πj``: the DLR losses, untargeted (``o`` the best other class) and targeted."""
+    top = z.topk(max(j for j, _ in den) + 1, dim=1)  # (N, m) values and indices, decreasing
+    yi, oi = y.view(-1, 1), other.view(-1, 1)
+    num = (z.gather(1, yi) - z.gather(1, oi)).squeeze(1)
+    d = sum(c * top.values[:, j] for j, c in den) + 1e-12
+    value = -num / d
+    dz = None
+    if grad:
+        inv, r = (1.0 / d).view(-1, 1), (num / d.square()).view(-1, 1)
+        dz = torch.zeros_like(z).scatter_add_(1, oi, inv).scatter_add_(1, yi, -inv)
+        for j, c in den:
+            dz.scatter_add_(1, top.indices[:, j:j + 1], c * r)
+    return value, dz, _predicted(z) == y
+
+
+def _dlr_closed(z: torch.Tensor, y: torch.Tensor, grad: bool, direction: bool = False):
+    """:func:`dlr_loss` and its logit gradient (see :func:`ratio_closed`)."""
+    if z.shape[1] < 3:
+        dlr_loss(z, y)  # raises: the DLR loss needs three classes
+    top2 = z.topk(2, dim=1).indices
+    other = torch.where(top2[:, 0] == y, top2[:, 1], top2[:, 0])  # the best class other than y
+    return ratio_closed(z, y, other, [(0, 1.0), (2, -1.0)], grad)
+
+
 # the losses whose logit gradient :func:`loss_grad_correct` gives in closed form
-CLOSED_FORM = ((cross_entropy, _ce_closed), (margin_loss, _margin_closed))
+CLOSED_FORM = ((cross_entropy, _ce_closed), (margin_loss, _margin_closed), (dlr_loss, _dlr_closed))
 
 
 def closed_form(loss_fn: LossFn) -> Callable | None:
     """``(out, y, grad) ↦ (loss, logit gradient or None, correct)`` for multi-class logits
-    ``(N, k)``, k >= 2, if ``loss_fn`` has one (see :func:`loss_grad_correct`), else None."""
-    return next((f for fn, f in CLOSED_FORM if fn is loss_fn), None)  # any callable, hashable or not
+    ``(N, k)``, k >= 2, if ``loss_fn`` has one (see :func:`loss_grad_correct`): a built-in loss,
+    or a loss object with a ``closed_form`` method of that signature; else None."""
+    found = next((f for fn, f in CLOSED_FORM if fn is loss_fn), None)  # any callable, hashable or not
+    return found if found is not None else getattr(loss_fn, "closed_form", None)
 
 
 def has_closed_form(loss_fn: LossFn) -> bool:
