@@ -232,7 +232,7 @@ def test_library_code_logs_instead_of_printing():
     command summary of reproduce/report/replicate (what the CLI shows); diagnostics go through logging."""
     import ast
 
-    allowed = {"cli.py": None, "sweep/progress.py": None, "studies/reproduce.py": {"_say", "_reproduce_locked", "rebuild"},
+    allowed = {"cli.py": None, "sweep/progress.py": None, "studies/reproduce.py": {"_say", "_reproduce_locked", "rebuild", "_exit_code"},
                "studies/replicate.py": {"replicate"}}  # reproduce --replicate's summary
     found = []
     for path in (ROOT / "src" / "robustlab").rglob("*.py"):
