@@ -79,3 +79,10 @@ def test_input_jacobian_of_a_one_hidden_layer_network_by_hand():
     # J_x f_lin = (W2 + dW2)ᵀ diag(D) W1ᵀ + W2ᵀ diag(D) dW1ᵀ (ReLU'' = 0 almost everywhere)
     jac = torch.einsum("mk,nm,dm->nkd", W2 + dW2, D, W1) + torch.einsum("mk,nm,dm->nkd", W2, D, dW1)
     assert torch.allclose(lin.input_jacobian_sq(ws, dws, xt, chunk=4), jac.pow(2).sum((1, 2)), rtol=1e-10)
+
+
+def test_linearised_forward_equals_torch_func_jvp():
+    x, _ = _data(9, 5, 3)
+    ws, dws = _net(5, [6, 4], 3, 0), _net(5, [6, 4], 3, 7)
+    f0, jd = torch.func.jvp(lambda *w: lin.mlp(w, x), tuple(ws), tuple(dws))
+    assert torch.allclose(lin.linearised(ws, dws, x), f0 + jd, rtol=1e-12, atol=1e-12)

@@ -41,6 +41,8 @@ the end of the schedule as its own variant (``Claim.variants``), never as a subs
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..base import Preset, Study
 from .analysis import (
     FD_TOL,
@@ -54,15 +56,19 @@ from .analysis import (
     view,
 )
 from .claims import (
+    POPULATIONS,
     SPECS,
     claim_depth_at_init,
     claim_depth_trained,
     claim_kappa,
+    claim_kappa_width,
     claim_lecun_nonlazy,
     claim_mc,
     claim_nonlazy,
     claim_nonlazy_early,
     claim_width,
+    claim_width_lazy_limit,
+    claim_width_location,
     claim_width_moves,
     claims,
     growth_exponent,
@@ -98,6 +104,7 @@ from .run import (
 __all__ = ["STUDY", "FD_TOL", "KAPPA_LAZY", "PREMISES", "PROTOCOLS", "SPECS", "curve", "finals", "protocols",
            "series", "view", "claim_depth_at_init", "claim_depth_trained", "claim_kappa", "claim_lecun_nonlazy",
            "claim_mc", "claim_nonlazy", "claim_nonlazy_early", "claim_width", "claim_width_moves", "claims",
+           "claim_width_location", "claim_width_lazy_limit", "claim_kappa_width", "POPULATIONS",
            "growth_exponent", "figures", "_closed_form_at_init", "_he_vs_lecun_same_seed", "closed_form_at_init",
            "PAPER_BASE", "PAPER_GRID", "PAPER_SLICE_SEEDS", "PAPER_SLICES", "QUICK_BASE", "QUICK_GRID",
            "QUICK_WIDTH_SEEDS", "ACC_FLOOR", "AT_TARGET", "PROBE_BATCHES", "SOURCE", "WidthDepthInitConfig",
@@ -144,4 +151,6 @@ STUDY = Study(
     probe=probe_point,
     claim_specs=SPECS,
     premises=PREMISES,
+    # the populations a control may name (issue 51); an engine from before it has no such field
+    **({"populations": POPULATIONS} if "populations" in {f.name for f in dataclasses.fields(Study)} else {}),
 )
