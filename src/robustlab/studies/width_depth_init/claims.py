@@ -57,6 +57,7 @@ from .lazy_claims import (
     peak_part,
     width_evidence,
     width_peak_rule,
+    width_sweep_rows,
 )
 from .run import MIN_DEPTHS
 
@@ -153,11 +154,11 @@ def _judged(cid: str, rule, rows: pd.DataFrame, control_rows: pd.DataFrame | Non
 # Thm 1 (the lazy regime): width
 
 def _he_lecun(f: pd.DataFrame) -> pd.DataFrame:
-    return _regime(_multi(f[f["init"].isin(["he", "lecun"])]), "sgd")
+    return width_sweep_rows(_regime(_multi(f[f["init"].isin(["he", "lecun"])]), "sgd"))
 
 
 def _small_sweep(f: pd.DataFrame) -> pd.DataFrame:
-    return _regime(_multi(f[(f["init"] == "small") & (f["depth"] == 2)]), "sgd")
+    return width_sweep_rows(_regime(_multi(f[(f["init"] == "small") & (f["depth"] == 2)]), "sgd"))
 
 
 def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -176,7 +177,9 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
     record = across("sweep", parts, quantifier="all")[1] if parts else None
     fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
-    variants = {"equal fit (first epoch at target_acc)": width_peak_rule(fit)} if len(fit) else None
+    variants = {"trained P only (not paired with init)": width_peak_rule(_unpaired(k))}
+    if len(fit):
+        variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit)
     ev = {"definition": "per width sweep (init x depth x class set) of the networks on a loss plateau at the end: "
                         "D(m) = log mean P(m) - log mean P_init(m) over the same networks; min(D(peak) - D(narrowest), "
                         "D(peak) - D(widest)) at the interior maximum, percentile bootstrap over networks within each "
@@ -184,6 +187,11 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
           "judged_on": PROTOCOLS["end"], "parts": width_evidence(k), "control_parts": width_evidence(ck)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=record)
+
+
+def _unpaired(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with P at init set to 1: the paired rule then reads the trained curve alone."""
+    return rows.assign(stability_init=1.0)
 
 
 def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -409,7 +417,7 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     f = finals(df)
     if f.empty or "stability" not in f.columns:
         return _no_results(cid, statement, "Fig. 4(b)")
-    two = _regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["small", "he"])]), "sgd")
+    two = width_sweep_rows(_regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["small", "he"])]), "sgd"))
     two = two[pd.to_numeric(two["width"]) >= NONLAZY_MIN_WIDTH]
     if not _both_inits(two):
         return _claim(cid, statement, "Fig. 4(b)", not_applicable(NOT_MEASURED_NONLAZY), {})
@@ -496,7 +504,7 @@ def kappa_rule(ep: pd.DataFrame) -> Verdict:
 
 def _kappa_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[cl.Exclusion], pd.DataFrame]:
     f = finals(df)
-    two = _regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["he", "small"])]), "sgd")
+    two = width_sweep_rows(_regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["he", "small"])]), "sgd"))
     k, exc = kept(view(two, "end"), KAPPA_PREMISES)
     ep = df[(df["kind"] == "epoch")] if "point" in df.columns else df.iloc[0:0]
     ep = _same_networks(ep, k) if len(ep) else ep

@@ -249,10 +249,25 @@ DEPTH_SWEEP = 4
 
 def depth_sweep_rows(f: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``f`` (before any premise) at an (init, width) run at >= DEPTH_SWEEP depths."""
+    return _runs_at_least(f, "width", "depth", DEPTH_SWEEP)
+
+
+def width_sweep_rows(f: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``f`` (before any premise) at a (series, depth) run at >= MIN_WIDTHS widths: the
+    width sweeps, without the depth blocks' single width."""
+    return _runs_at_least(f, "depth", "width", MIN_WIDTHS)
+
+
+def _runs_at_least(f: pd.DataFrame, by: str, axis: str, n: int) -> pd.DataFrame:
+    """The rows of the (init, series, ``by``) runs that hold >= ``n`` distinct ``axis`` values."""
     if f.empty:
         return f
-    n = f.groupby(["init", "width"])["depth"].transform("nunique")
-    return f[n >= DEPTH_SWEEP]
+    keep = []
+    for init in f["init"].unique():
+        for _label, s in series(f, init):
+            c = s.groupby(by)[axis].transform("nunique")
+            keep.append(s[c >= n])
+    return pd.concat(keep) if keep else f.iloc[0:0]
 
 
 def _has_depth_sweep(f: pd.DataFrame) -> bool:
