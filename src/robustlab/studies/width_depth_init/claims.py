@@ -105,7 +105,7 @@ SPECS = (
                            "so NTK's rule (training makes the depth slope rise) must fail there")),
     cl.ClaimSpec("depth-lecun-nonlazy", kind=cl.EXPLORATORY, premises=("equal-fit", "fd-linear")),
     cl.ClaimSpec("nonlazy-width-early", premises=EARLY_PREMISES, control=cl.ControlSpec(
-        {"init": "he", "output": "single"},
+        {"init": "he"},
         "He networks in Thm 3's own setting (one output, squared loss, the same window): lazy weights barely move "
         "early, so P(early) / P(init) cannot fall with width there; Thm 3's condensation needs the small init")),
     cl.ClaimSpec("nonlazy-width", premises=NONLAZY_PREMISES, control=cl.ControlSpec(
