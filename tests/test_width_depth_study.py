@@ -321,7 +321,7 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
     assert mapped and not any(mapped)
     assert not (out / "checkpoints").exists()
     assert main([*args, "--out", str(clean)]) == 0
-    timing = {"seconds", "train_seconds", "gflops"}
+    timing = {"seconds", "train_seconds", "gflops", "cpu_seconds"}
     rows = [[{k: v for k, v in r.items() if k not in timing} for r in records.read_jsonl(d / "results.jsonl")]
             for d in (out, clean)]
     assert rows[0] == rows[1] and len(rows[0]) == 4 * 7  # two groups of 2 seeds: 6 epoch rows and a final row each

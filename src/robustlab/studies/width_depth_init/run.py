@@ -413,11 +413,11 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     ``*_at_target`` values and ``reached_target`` false: the claims exclude it by premise and
     report the end of the schedule as its own variant, never as a substitute.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     base = cfgs[0]
     dev = resolve_device(device)
     if base.regime == "linearised":
-        return _run_linearised(cfgs, dev, t0)
+        return _with_cpu(_run_linearised(cfgs, dev, t0), c0)
     data = load_data(base).to(dev)
     E = len(cfgs)
     model = build_model(cfgs, data, dev)
@@ -473,6 +473,16 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             final.update(mc_stability=float(mc["mc"][e]), mc_stderr=float(mc["se"][e]),
                          mc_exact=float(mc["exact"][e]), mc_samples=c.mc_samples, mc_points=mc["points"])
         out.append(rows + [final])
+    return _with_cpu(out, c0)
+
+
+def _with_cpu(out: list, c0: float) -> list:
+    """Every final row gets the group's CPU seconds (``cpu_seconds``: this process, all its threads;
+    unlike ``seconds``, not inflated by other processes sharing the machine)."""
+    cpu = time.process_time() - c0
+    for rows in out:
+        if isinstance(rows, list):
+            rows[-1]["cpu_seconds"] = cpu
     return out
 
 
