@@ -95,7 +95,7 @@ def test_new_package_installs_as_a_plugin_and_passes_its_tests(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, str(site)])}
     t = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=root,
                        capture_output=True, text=True, timeout=300, env=env)
-    assert t.returncode == 0 and "3 passed" in t.stdout, t.stdout + t.stderr
+    assert t.returncode == 0 and "4 passed" in t.stdout, t.stdout + t.stderr
     # a second time into the same folder: refused, nothing overwritten
     again = cli("new", "probe-pkg", "--package", "--dir", tmp_path)
     assert again.returncode == 2 and "exists" in again.stderr and len(again.stderr.splitlines()) == 1

@@ -9,6 +9,7 @@ import types
 
 import pytest
 
+from robustlab import claims as cl
 from robustlab import records
 from robustlab.cli import main
 from robustlab.studies import REGISTRY
@@ -113,8 +114,15 @@ def _verdict_claims(state):
 
         est = stats.mean_estimate(df.groupby("seed")["loss"].mean())
         cond = [stats.Condition("premise", state != stats.NOT_APPLICABLE, "synthetic")]
-        v = stats.decide(est, threshold=est.value if state == stats.INCONCLUSIVE else -1.0, conditions=cond)
-        return [Claim("one", "a claim in a given state", v, {}, "test")]
+        thr = est.value if state == stats.INCONCLUSIVE else -1.0
+
+        def rule(rows):
+            return stats.decide(stats.mean_estimate(rows.groupby("seed")["loss"].mean()), threshold=thr,
+                                conditions=cond)
+        # a working control: the same rule on the loss moved below the threshold
+        spec = cl.ClaimSpec("one", control=cl.ControlSpec({"lr": 0.5}, "planted"))
+        v, ctl = cl.judge(spec, rule, df, df.assign(loss=df["loss"] - 10.0))
+        return [Claim("one", "a claim in a given state", v, {}, "test", control=ctl)]
     return claims
 
 

@@ -28,7 +28,7 @@ def test_scaffold_passes_its_test_and_runs(tmp_path):
     t = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test.name],
                        cwd=study.parent, capture_output=True, text=True, timeout=300, env=ENV)
     assert t.returncode == 0, t.stdout + t.stderr
-    assert "3 passed" in t.stdout
+    assert "4 passed" in t.stdout
     # and through the command line, like any study
     r = cli("run", study, "--out", tmp_path / "run", "--quiet")
     assert r.returncode == 0, r.stderr

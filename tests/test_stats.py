@@ -133,7 +133,7 @@ def test_below_side_and_bool_legacy_claim():
     assert decide(mean_estimate([-2.0, -2.1, -1.9]), threshold=0.0, side="below").verdict == REPRODUCED
     c = Claim("x", "s", False, {})
     assert c.to_dict()["verdict"] == CONTRADICTED and c.passed is False
-    c = Claim("x", "s", decide(mean_estimate([1.0, 1.1, 0.9]), threshold=0.0), {"k": 1})
+    c = Claim("x", "s", decide(mean_estimate([1.0, 1.1, 0.9]), threshold=0.0), {"k": 1}, kind="exploratory")
     d = c.to_dict()
     assert d["verdict"] == REPRODUCED and d["passed"] is True and d["threshold"] == 0.0
     assert d["interval"][0] > 0 and d["evidence"] == {"k": 1}

@@ -8,17 +8,27 @@ that make a verdict able to fail (``../shared/SPEC.md``, "What the audits taught
   invariant of robustlab's own code (a projection, an ε → 0 path, a sampling identity) and a
   broken one fails the run; an ``exploratory`` question is one the paper does not state. Only
   claims count in "N of M reproduced".
-* **Controls.** Each claim names a setting where its premise is removed or its effect is absent
-  by construction, and the same decision rule is run there (:class:`Control`). A control that
-  reads reproduced too means the test does not discriminate: the claim becomes inconclusive
-  (:func:`with_control`, applied by :class:`~robustlab.studies.base.Claim` itself).
+* **Controls.** Each claim names other runs — a grid setting, or a population of runs the study
+  declares (untrained networks, standard-trained models) — where its premise is removed or its
+  effect is absent, and :func:`judge` runs the claim's own decision rule there: a study cannot
+  give its control a rule of its own, so a control judged by the claim's complement cannot be
+  declared. A reproduced claim stands only beside a *working* control, one that reads
+  contradicted under the same rule: a control that passes too means the test does not
+  discriminate, and one that is not applicable, undecided, missing or not decided by the claim's
+  rule leaves the claim inconclusive ("no working control"). :func:`with_control` applies this,
+  called by :class:`~robustlab.studies.base.Claim` itself.
 * **Premises per point.** A :class:`Premise` is a per-row test (trained, lazy, at equal fit, a
   theorem's own condition). :func:`apply_premises` keeps the rows that meet every premise and
   counts the rest (:class:`Exclusion`); a claim is *not applicable* only when fewer points
   remain than its test needs (:func:`too_few`).
 * **No knob decides.** Where the paper leaves a setting open (a reference C0, a target loss, a
   fit range) the claim is decided at every value of the preset's grid; :func:`across` joins
-  those verdicts and turns a disagreement into ``inconclusive`` with the values named.
+  those verdicts with the statement's quantifier: "for every value" (one contradicted value
+  contradicts it, and its numbers are reported) or "for some value"; values outside the
+  theorem's regime are excluded and named, never joined.
+* **Premise coverage.** A claim about a shape or a slope along an axis is not applicable when
+  the premises leave too little of the axis to show it (:func:`coverage`), naming the premise
+  that removed a side.
 
 A study declares its claims up front (:class:`ClaimSpec`: id, kind, premises by name, control
 setting) so that a misspelt premise or a control outside the study's grid is an error when the
@@ -28,6 +38,7 @@ study is loaded (:func:`validate_specs`), before anything runs.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -40,7 +51,9 @@ from .stats import Verdict
 __all__ = [
     "CLAIM", "SELF_CHECK", "EXPLORATORY", "KINDS", "NO_CONTROL", "NOT_DISCRIMINATING",
     "Premise", "ControlSpec", "ClaimSpec", "Control", "Exclusion",
-    "apply_premises", "too_few", "across", "with_control", "control_from", "validate_specs",
+    "NO_WORKING_CONTROL", "OWN_RUNS", "ALL", "SOME",
+    "apply_premises", "too_few", "across", "with_control", "control_from", "judge", "coverage",
+    "validate_specs",
     "premise_at_least", "premise_at_most", "premise_true",
 ]
 
@@ -51,6 +64,9 @@ KINDS = (CLAIM, SELF_CHECK, EXPLORATORY)
 
 NO_CONTROL = "no control: cannot fail-check"
 NOT_DISCRIMINATING = "the test does not discriminate: its control passes too"
+NO_WORKING_CONTROL = "no working control"
+OWN_RUNS = "the control's rows are the claim's own rows (a control judges other runs)"
+ALL, SOME = "all", "some"  # the quantifier of a statement over a knob's values
 
 
 # ----------------------------------------------------------------------------------------
@@ -177,9 +193,12 @@ def too_few(kept: pd.DataFrame | int, need: int | None, exclusions: Sequence[Exc
 class ControlSpec:
     """Where a claim's control runs, and why it must fail there (written before looking).
 
-    ``setting``: grid values that select the control's points (``{"C0": 1000}``), checked at
-    load against the study's presets; or a string naming a control measured inside every point
-    ("the same networks at initialisation", "standard-trained models of the same preset").
+    ``setting`` names *other runs*, never another rule: grid values that select the control's
+    points (``{"init_scale": 0.01}``), checked at load against the study's presets; or the name
+    of a population of runs measured inside every point that the study declares in
+    ``Study(populations=...)`` ("at-init": the same networks before any training step). A
+    string that names no declared population ("bands swapped", "each init judged by the other's
+    rule") is refused when the study is loaded. ``why`` says what the theory predicts there.
     """
 
     setting: Mapping[str, Any] | str
@@ -193,64 +212,250 @@ class ControlSpec:
 
 @dataclasses.dataclass(frozen=True)
 class Control:
-    """The claim's decision rule applied where the effect must be absent."""
+    """The claim's decision rule applied where the effect must be absent.
+
+    ``rule`` names the decision rule that produced ``verdict``; :func:`judge` fills it with the
+    claim's own rule. A control built by hand (``rule`` empty) is reported but is not a working
+    control: it cannot let a claim read reproduced.
+    """
 
     setting: str
     verdict: Verdict
     why: str = ""
+    rule: str = ""
 
     @property
     def discriminates(self) -> bool:
-        """True unless the control passes too (a not-applicable control says nothing either way)."""
+        """False when the control passes too (the test cannot tell the settings apart)."""
         return self.verdict.verdict != stats.REPRODUCED
+
+    @property
+    def working(self) -> bool:
+        """Decided by the claim's rule and contradicted there: the only control that lets a
+        claim read reproduced."""
+        return bool(self.rule) and self.verdict.verdict == stats.CONTRADICTED
 
     def to_dict(self) -> dict[str, Any]:
         v = self.verdict.to_dict()
         return {"setting": self.setting, "verdict": v["verdict"], "effect": v["effect"],
                 "interval": v["interval"], "threshold": v["threshold"], "side": v["side"], "reason": v["reason"],
-                "why": self.why}
+                "why": self.why, "rule": self.rule, "working": self.working}
 
 
 def control_from(spec: ControlSpec, verdict: Verdict) -> Control:
+    """A control whose verdict the study computed itself: reported, never a working control
+    (use :func:`judge`, which runs the claim's own rule)."""
     return Control(spec.label(), verdict, spec.why)
 
 
-def with_control(verdict: Verdict, control: Control | None) -> Verdict:
-    """A reproduced verdict whose control reads reproduced too becomes inconclusive."""
-    if control is None or verdict.verdict != stats.REPRODUCED or control.discriminates:
+def _rule_name(rule: Callable[..., Any]) -> str:
+    name = getattr(rule, "__qualname__", None) or getattr(rule, "__name__", None) or type(rule).__name__
+    return f"{getattr(rule, '__module__', '') or ''}.{name}".lstrip(".")
+
+
+def _same_rows(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    if a is b:
+        return True
+    try:
+        return a.shape == b.shape and list(a.columns) == list(b.columns) and a.index.equals(b.index) and a.equals(b)
+    except Exception:
+        return False
+
+
+def judge(spec: ClaimSpec | ControlSpec | None, rule: Callable[[pd.DataFrame], Verdict], rows: pd.DataFrame,
+          control_rows: pd.DataFrame | None = None) -> tuple[Verdict, Control | None]:
+    """Decide a claim and its control with one rule: ``rule(rows)`` and ``rule(control_rows)``.
+
+    ``spec``: the claim's declaration (its ``control`` is used) or the control's; None or a claim
+    without a control gives ``(rule(rows), None)``. ``control_rows``: the control setting's
+    rows, prepared like the claim's (the same premises, the same columns: where the control is
+    a population measured inside each point, its measurements filled into the claim's columns);
+    None or empty: the control reads not applicable ("no runs in the control's setting"). Rows
+    equal to the claim's own are refused the same way: a control judges other runs.
+    """
+    cspec = spec.control if isinstance(spec, ClaimSpec) else spec
+    verdict = rule(rows)
+    if not isinstance(verdict, Verdict):
+        raise TypeError(f"a decision rule must return a Verdict, {_rule_name(rule)} returned {type(verdict).__name__}")
+    if cspec is None:
+        return verdict, None
+    name = _rule_name(rule)
+    if control_rows is None or len(control_rows) == 0:
+        cv = stats.not_applicable("no runs in the control's setting")
+    elif _same_rows(rows, control_rows):
+        cv = stats.not_applicable(OWN_RUNS)
+    else:
+        cv = rule(control_rows)
+        if not isinstance(cv, Verdict):
+            raise TypeError(f"a decision rule must return a Verdict, {name} returned {type(cv).__name__}")
+    return verdict, Control(cspec.label(), cv, cspec.why, rule=name)
+
+
+def with_control(verdict: Verdict, control: Control | None, *, required: bool = True) -> Verdict:
+    """A reproduced verdict stands only beside a working control (:attr:`Control.working`).
+
+    A control that reads reproduced too: inconclusive, "the test does not discriminate". One
+    that is not applicable, undecided or not decided by the claim's rule, or none at all where
+    ``required``: inconclusive, "no working control". Other verdicts are unchanged, and a capped
+    verdict carries no seeds-needed message (more seeds would not give it a control).
+    """
+    if verdict.verdict != stats.REPRODUCED:
         return verdict
-    reason = "; ".join(x for x in (NOT_DISCRIMINATING, f"control {control.setting}", verdict.reason) if x)
+    if control is None:
+        if not required:
+            return verdict
+        why = f"{NO_WORKING_CONTROL}: none declared"
+    elif control.verdict.verdict == stats.REPRODUCED:
+        why = f"{NOT_DISCRIMINATING}; control {control.setting}"
+    elif not control.rule:
+        why = (f"{NO_WORKING_CONTROL}: control {control.setting} was not decided by the claim's own rule "
+               f"(it read {control.verdict.verdict})")
+    elif control.verdict.verdict == stats.CONTRADICTED:
+        return verdict
+    else:
+        detail = f": {control.verdict.reason}" if control.verdict.reason else ""
+        why = f"{NO_WORKING_CONTROL}: control {control.setting} reads {control.verdict.verdict}{detail}"
+    reason = "; ".join(x for x in (why, verdict.reason) if x)
     return dataclasses.replace(verdict, verdict=stats.INCONCLUSIVE, reason=reason, seeds_needed=None)
 
 
 # ----------------------------------------------------------------------------------------
 # knobs the paper does not fix
 
-def across(knob: str, verdicts: Mapping[Any, Verdict]) -> tuple[Verdict, dict[str, dict[str, str]]]:
-    """Join one claim's verdicts at every value of ``knob``.
+def _margin(v: Verdict) -> float:
+    """How far a verdict's interval clears its threshold (negative: on the wrong side)."""
+    if v.effect is None or v.interval is None or v.threshold is None or None in v.interval:
+        return math.inf
+    lo, hi = v.interval
+    if v.side == "below":
+        return v.threshold - hi  # type: ignore[operator]
+    if v.side == "inside":
+        return min(lo - v.threshold[0], v.threshold[1] - hi)  # type: ignore[index]
+    return lo - v.threshold  # type: ignore[operator]
 
-    All applicable values agree: that verdict (the value whose decision is narrowest, via
-    :func:`robustlab.stats.combine`'s pick). They disagree: ``inconclusive``, naming each value's
-    verdict. None applicable: ``not applicable``. Returns the verdict and ``{knob: {value:
-    verdict}}`` for ``claims.json``'s ``across``.
+
+def across(knob: str, verdicts: Mapping[Any, Verdict], *, quantifier: str = ALL,
+           outside: Mapping[Any, str] | None = None) -> tuple[Verdict, dict[str, dict[str, str]]]:
+    """Join one claim's verdicts at every value of ``knob``, with the statement's quantifier.
+
+    ``quantifier="all"`` (a statement that holds for every value, the default): one contradicted
+    value contradicts it; every value reproduced reproduces it (with the value that clears its
+    threshold least); else inconclusive. ``"some"`` (an existential statement, "some width has
+    a peak"): one reproduced value reproduces it; every value contradicted contradicts it.
+    ``outside``: values where a declared per-value premise fails (outside the theorem's regime),
+    ``{value: why}``; they are excluded and named, never joined, as are not-applicable values.
+    The verdict returned carries the deciding value's effect, interval and reason, prefixed with
+    that value. Returns the verdict and ``{knob: {value: verdict}}`` for ``claims.json``.
     """
-    table = {str(k): v.verdict for k, v in verdicts.items()}
+    if quantifier not in (ALL, SOME):
+        raise ValueError(f"quantifier={quantifier!r}: one of {ALL!r}, {SOME!r}")
+    outside = {str(k): why for k, why in (outside or {}).items()}
+    table = {str(k): (f"excluded: {outside[str(k)]}" if str(k) in outside else v.verdict)
+             for k, v in verdicts.items()}
+    for k, why in outside.items():
+        table.setdefault(k, f"excluded: {why}")
     record = {knob: table}
+    listing = ", ".join(f"{k} → {v}" for k, v in table.items())
     if not verdicts:
         return stats.Verdict(stats.INCONCLUSIVE, reason=f"no value of {knob} could be judged"), record
-    applicable = {k: v for k, v in verdicts.items() if v.verdict != stats.NOT_APPLICABLE}
-    if not applicable:
+    usable = {str(k): v for k, v in verdicts.items()
+              if str(k) not in outside and v.verdict != stats.NOT_APPLICABLE}
+    if not usable:
+        named = "; ".join(f"{knob} = {k}: {why}" for k, why in outside.items())
         first = next(iter(verdicts.values()))
-        return first, record
-    kinds = {v.verdict for v in applicable.values()}
-    listing = ", ".join(f"{k} → {v.verdict}" for k, v in verdicts.items())
-    if len(kinds) == 1:
-        joined = stats.combine(list(applicable.values()))
-        return dataclasses.replace(joined, reason=f"same verdict at every {knob} ({listing})"), record
-    pick = next(v for v in applicable.values())
-    return (dataclasses.replace(pick, verdict=stats.INCONCLUSIVE, seeds_needed=None,
-                                reason=f"the verdict depends on {knob}, which the paper does not fix: {listing}"),
-            record)
+        reason = "; ".join(x for x in (f"no value of {knob} is in the claim's regime", named,
+                                        first.reason if first.verdict == stats.NOT_APPLICABLE else "") if x)
+        return stats.not_applicable(reason), record
+    by = {v: {k: x for k, x in usable.items() if x.verdict == v} for v in stats.VERDICTS}
+    word = "every" if quantifier == ALL else "some"
+    if quantifier == ALL:
+        if by[stats.CONTRADICTED]:
+            k, pick = min(by[stats.CONTRADICTED].items(), key=lambda kv: _margin(kv[1]))
+            head = f"contradicted at {knob} = {k} (the statement is for every {knob})"
+            keep_need = False
+        elif by[stats.INCONCLUSIVE]:
+            k, pick = next(iter(by[stats.INCONCLUSIVE].items()))
+            head = f"undecided at {knob} = {k}"
+            keep_need = True
+        else:
+            k, pick = min(by[stats.REPRODUCED].items(), key=lambda kv: _margin(kv[1]))
+            head = f"reproduced at every {knob} in the regime; least margin at {knob} = {k}"
+            keep_need = False
+    else:
+        if by[stats.REPRODUCED]:
+            k, pick = max(by[stats.REPRODUCED].items(), key=lambda kv: _margin(kv[1]))
+            head = f"reproduced at {knob} = {k} (the statement is for some {knob})"
+            keep_need = False
+        elif by[stats.INCONCLUSIVE]:
+            k, pick = next(iter(by[stats.INCONCLUSIVE].items()))
+            head = f"undecided at {knob} = {k}"
+            keep_need = True
+        else:
+            k, pick = max(by[stats.CONTRADICTED].items(), key=lambda kv: _margin(kv[1]))
+            head = f"contradicted at every {knob}; least clear at {knob} = {k}"
+            keep_need = False
+    reason = "; ".join(x for x in (head, f"{word} {knob}: {listing}", pick.reason) if x)
+    out = dataclasses.replace(pick, reason=reason)
+    if not keep_need:
+        out = dataclasses.replace(out, seeds_needed=None)
+    return out, record
+
+
+# ----------------------------------------------------------------------------------------
+# premise coverage along an axis
+
+def coverage(df: pd.DataFrame, premises: Iterable[Premise], axis: str, *, shape: str = "slope",
+             min_distinct: int = 3, min_span: float | None = None,
+             unit: str | Sequence[str] | None = None) -> Verdict | None:
+    """Is enough of ``axis`` left, once ``premises`` are applied, to show a ``shape`` along it?
+
+    ``df``: the rows before the premises. A ``"peak"`` needs the design's smallest and largest
+    ``axis`` value both kept (both sides of an interior maximum) and ``min_distinct`` values; a
+    ``"slope"`` needs ``min_distinct`` distinct values spanning a factor ``min_span`` (max/min,
+    for a positive axis) when given. Returns None when it is, else ``not applicable``,
+    "undecidable as designed", naming the premise that removed the missing side.
+    """
+    if shape not in ("peak", "slope"):
+        raise ValueError(f"shape={shape!r}: 'peak' or 'slope'")
+    premises = list(premises)
+    if df.empty or axis not in df.columns:
+        return stats.not_applicable(f"undecidable as designed: no values of {axis}")
+    design = np.sort(pd.to_numeric(df[axis], errors="coerce").dropna().unique())
+    kept, _ = apply_premises(df, premises, unit=unit)
+    have = np.sort(pd.to_numeric(kept[axis], errors="coerce").dropna().unique()) if len(kept) else np.array([])
+
+    def fmt(v: Any) -> str:
+        return f"{float(v):g}"
+
+    span = f"kept {fmt(have[0])} … {fmt(have[-1])}" if have.size else "kept none"
+    span += f" of {fmt(design[0])} … {fmt(design[-1])}" if design.size else ""
+
+    def who_removed(values: np.ndarray) -> str:
+        """The premises that fail at every row of the given axis values."""
+        sub = df[pd.to_numeric(df[axis], errors="coerce").isin(values)]
+        names = [p.name for p in premises if len(sub) and not p.mask(sub).any()]
+        if not names:
+            names = [p.name for p in premises if len(sub) and not p.mask(sub).all()]
+        return ", ".join(repr(n) for n in names) or "the premises together"
+
+    missing: list[str] = []
+    if shape == "peak" and design.size:
+        if not have.size or have[0] > design[0]:
+            gone = design[design < (have[0] if have.size else np.inf)]
+            missing.append(f"premise {who_removed(gone)} removes {axis} < {fmt(have[0]) if have.size else '∞'}")
+        if have.size and have[-1] < design[-1]:
+            gone = design[design > have[-1]]
+            missing.append(f"premise {who_removed(gone)} removes {axis} > {fmt(have[-1])}")
+    if have.size < min_distinct and not missing:
+        missing.append(f"{have.size} distinct {axis} values remain, the {shape} needs {min_distinct}"
+                       + (f" (premise {who_removed(np.setdiff1d(design, have))})" if have.size < design.size else ""))
+    if shape == "slope" and min_span is not None and have.size >= 2 and not missing:
+        if have[0] > 0 and have[-1] / have[0] < min_span:
+            missing.append(f"the kept {axis} values span a factor {have[-1] / have[0]:g}, the claim needs "
+                           f"{min_span:g} (premise {who_removed(np.setdiff1d(design, have))})")
+    if not missing:
+        return None
+    return stats.not_applicable(f"undecidable as designed: {'; '.join(missing)} ({span})")
 
 
 # ----------------------------------------------------------------------------------------
@@ -290,14 +495,17 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def validate_specs(study_name: str, specs: Sequence[ClaimSpec], premises: Mapping[str, Premise],
-                   presets: Mapping[str, Any], fields: Iterable[str], defaults: Mapping[str, Any] | None = None
-                   ) -> list[str]:
+                   presets: Mapping[str, Any], fields: Iterable[str], defaults: Mapping[str, Any] | None = None,
+                   populations: Mapping[str, str] | None = None) -> list[str]:
     """Problems with a study's claim declarations, one line each (empty: all good).
 
     Checks: a known kind; unique ids; every premise named exists; a control's grid setting
     names a field of the study's config whose value appears in some preset (or is the
-    config's default).
+    config's default); a control named by a string names a population of runs the study
+    declares (``populations``): a control is the claim's rule on other runs, so a string such
+    as "bands swapped" (the same runs under another rule) is refused.
     """
+    populations = dict(populations or {})
     problems: list[str] = []
     fields = set(fields)
     defaults = dict(defaults or {})
@@ -313,6 +521,12 @@ def validate_specs(study_name: str, specs: Sequence[ClaimSpec], premises: Mappin
             if name not in premises:
                 known = ", ".join(sorted(premises)) or "none declared"
                 problems.append(f"{where}: premise {name!r} is unknown (known: {known})")
+        if spec.control is not None and isinstance(spec.control.setting, str):
+            if spec.control.setting not in populations:
+                known = ", ".join(sorted(populations)) or "none declared"
+                problems.append(f"{where}: control {spec.control.setting!r} names no population of runs the study "
+                                f"declares (a control is the claim's own rule on other runs, never another rule "
+                                f"on the same runs; declared: {known})")
         if spec.control is not None and not isinstance(spec.control.setting, str):
             for field, value in spec.control.setting.items():
                 if field not in fields:

@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sweep_options(p_run)
     p_rep = sub.add_parser("reproduce", help="run every study and write one report", add_help=False)
     p_rep.add_argument("--seed", type=int, default=None, help="base seed of every study")
+    p_rep.add_argument("--replicate", type=int, default=None, metavar="K",
+                       help="run every study at K base seeds (seed, seed+17, ...) into OUT/seed-S and report, per "
+                            "claim, whether the verdicts agree (a claim whose verdict changes is marked unstable)")
     p_rep.add_argument("--only", default=None, metavar="NAME[,NAME]",
                        help="run only these studies, in this order (default: all of "
                             "feature-learning, lazy-attack, lazy-adversarial, width-depth-init)")
@@ -423,6 +426,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         skips = [finished_keys(pl, args.out / pl.study.name, options) if args.out else set() for pl in plans]
         return _dry_run(plans, options, f"robustlab reproduce --preset {args.preset}", skips)
     out = args.out or _default_out("reproduce")  # reproduce checks the backend before writing
+    if args.replicate is not None:
+        from .studies.replicate import base_seeds, replicate
+
+        base_seeds(args.seed, args.replicate)  # a bad count fails before anything is written
+        return replicate(out, k=args.replicate, seed=args.seed, run_one=lambda sub, s: reproduce(
+            sub, preset=args.preset, options=options, seed=s, strict=args.strict, studies=only,
+            verbose=args.verbose, max_points=_max_points(args), allow_mixed_code=args.allow_mixed_code))
     return reproduce(out, preset=args.preset, options=options, seed=args.seed, strict=args.strict,
                      studies=only, verbose=args.verbose, max_points=_max_points(args),
                      allow_mixed_code=args.allow_mixed_code)

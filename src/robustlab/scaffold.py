@@ -38,6 +38,9 @@ simplest form of the gap between random and adversarial robustness. The study me
 mean |w·u| / ‖w‖ over ``n_dirs`` random directions, for several seeds (one batched
 ensemble) and dimensions, and checks it against the closed form.
 
+Its control is the same rule on other draws: Gaussian directions not normalised to the sphere,
+for which mean |w·g| / ‖w‖ is √(2/π) whatever d, so the sphere's closed form must fail there.
+
 Written by `robustlab new ${name}`: replace the config, run_points, claims and figures with
 your own; keep the shape (see docs/writing-a-study.md). Run it with
 ``robustlab run ${module}.py`` and test it with ``pytest test_${module}.py``.
@@ -51,6 +54,7 @@ import math
 import pandas as pd
 import torch
 
+from robustlab import claims as cl
 from robustlab import stats
 from robustlab.config import Config, param
 from robustlab.report.plots import mean_band, plt, save
@@ -79,11 +83,14 @@ def run_points(cfgs: list[${cls}Config], device: str = "cpu") -> list:
     gens = [make_generator(c.seed, "${name}") for c in cfgs]
     w = torch.stack([torch.randn(d, generator=g, dtype=torch.float64) for g in gens])  # (E, d)
     u = torch.stack([torch.randn(n, d, generator=g, dtype=torch.float64) for g in gens])  # (E, n, d)
+    g = u.clone()  # (E, n, d): Gaussian directions, the control's draws (not on the sphere)
     u = u / u.norm(dim=-1, keepdim=True)  # uniform on the unit sphere
     moved = torch.einsum("end,ed->en", u, w).abs()  # (E, n): |w·u|
     ratio = moved.mean(1) / w.norm(dim=1)  # (E,): mean |w·u| / ‖w‖ (the worst case is 1)
+    gauss = torch.einsum("end,ed->en", g, w).abs().mean(1) / w.norm(dim=1)  # (E,): √(2/π) in law
     predicted = expected_abs_coordinate(d)
-    return [[{"ratio": float(r), "predicted": predicted, "gap": 1.0 / float(r)}] for r in ratio]
+    return [[{"ratio": float(r), "ratio_gauss": float(q), "predicted": predicted, "gap": 1.0 / float(r)}]
+            for r, q in zip(ratio, gauss)]
 
 
 # A Monte Carlo check of a closed form: the relative error must lie inside ±5 %. One seed's
@@ -92,19 +99,30 @@ def run_points(cfgs: list[${cls}Config], device: str = "cpu") -> list:
 TOLERANCE = 0.05
 
 
-def claims(df: pd.DataFrame, ctx: Context | None) -> list[Claim]:
-    parts, per_dim = [], {}
-    for dim, sub in df.groupby("dim"):
+SPEC = cl.ClaimSpec("random-vs-worst-case", control=cl.ControlSpec(
+    "gaussian-directions", "unnormalised Gaussian directions move the score by √(2/π)·‖w‖ on average at "
+                           "every d, not by E|u1|·‖w‖: the closed form must fail there"))
+
+
+def within_closed_form(df: pd.DataFrame) -> stats.Verdict:
+    """The claim's rule: at every d, the mean relative error of ``ratio`` against the closed
+    form lies inside ±5 % (one value per seed, t interval)."""
+    parts = []
+    for _, sub in df.groupby("dim"):
         rel = sub["ratio"] / sub["predicted"] - 1.0  # one value per seed
-        verdict = stats.decide(stats.mean_estimate(rel), threshold=(-TOLERANCE, TOLERANCE), side="inside")
-        parts.append(verdict)
-        per_dim[int(dim)] = {"relative_error": verdict.effect, "interval": verdict.interval,
-                             "verdict": verdict.verdict}
+        parts.append(stats.decide(stats.mean_estimate(rel), threshold=(-TOLERANCE, TOLERANCE), side="inside"))
+    return stats.combine(parts)
+
+
+def claims(df: pd.DataFrame, ctx: Context | None) -> list[Claim]:
+    # the control: the same rule on the Gaussian draws, put in the column the rule reads
+    verdict, control = cl.judge(SPEC, within_closed_form, df, df.assign(ratio=df["ratio_gauss"]))
+    per_dim = {int(dim): float((sub["ratio"] / sub["predicted"] - 1.0).mean()) for dim, sub in df.groupby("dim")}
     return [Claim(
-        "random-vs-worst-case",
+        SPEC.id,
         "a random direction moves a linear score by E|u1| = Γ(d/2)/(√π Γ((d+1)/2)) times the "
         "worst case, within 5 % at every d",
-        stats.combine(parts), {"per_dim": per_dim, "tolerance": TOLERANCE}, SOURCE)]
+        verdict, {"mean_relative_error": per_dim, "tolerance": TOLERANCE}, SOURCE, control=control)]
 
 
 def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
@@ -138,6 +156,8 @@ STUDY = Study(
     claims=claims,
     figures=figures,
     ensemble=True,
+    claim_specs=(SPEC,),
+    populations={"gaussian-directions": "the same seeds' Gaussian directions before normalisation"},
 )
 '''
 
@@ -178,6 +198,15 @@ def test_the_claim_can_fail(run):
     df["ratio"] *= 1.2  # 20 % off the closed form: far outside the 5 % band
     (claim,) = STUDY.claims(df, None)
     assert claim.verdict.verdict == "contradicted"
+
+
+def test_the_control_fails_on_real_runs_and_can_pass_when_the_effect_is_planted_there(run):
+    (claim,) = STUDY.claims(run.results, None)
+    assert claim.control.verdict.verdict == "contradicted" and claim.control.working
+    # the sphere's law planted in the control's draws (1 % off, well inside the 5 % band)
+    df = run.results.assign(ratio_gauss=run.results["ratio"] * 1.01)
+    (claim,) = STUDY.claims(df, None)
+    assert claim.control.verdict.verdict == "reproduced" and claim.verdict.verdict == "inconclusive"
 '''
 
 

@@ -37,7 +37,7 @@ __all__ = [
     "REPRODUCED", "CONTRADICTED", "INCONCLUSIVE", "NOT_APPLICABLE", "VERDICTS",
     "Estimate", "Condition", "Verdict",
     "mean_estimate", "difference_estimate", "slope_estimate", "bootstrap_estimate",
-    "proportion_estimate", "log_ratio_estimate", "contrast_estimate",
+    "proportion_estimate", "log_ratio_estimate", "contrast_estimate", "power_exponent",
     "decide", "not_applicable", "combine", "seeds_needed", "seeds_for",
     "t_quantile",
 ]
@@ -93,6 +93,9 @@ class Estimate:
     dof_loss: int = 1
     units_per_seed: float = 1.0
     kind: str = "t"  # "t": half-width t·sd/√n; "wilson": a proportion's Wilson interval
+    # set when the estimate's model does not describe the data (a significant lack of fit):
+    # :func:`decide` then refuses to decide, saying this
+    misfit: str | None = None
 
     @property
     def interval(self) -> tuple[float, float]:
@@ -291,6 +294,93 @@ def slope_estimate(x: Iterable[float], y: Iterable[float], *, log_x: bool = Fals
     half = t_quantile(level, dof) * se
     return Estimate(slope, slope - half, slope + half, n, method, level, sd=se * math.sqrt(n),
                     dof_loss=dof_loss, units_per_seed=ups)
+
+
+# the exponent grid of :func:`power_exponent` (of x in Q = a·x^p + b)
+_P_GRID = np.linspace(0.05, 3.0, 1181)
+MISFIT_P = 0.01  # lack of fit at this level means the model does not describe the data
+
+
+def power_exponent(x: Iterable[float], q: Iterable[float], *, level: float = 0.95) -> Estimate:
+    """The signed exponent of ``Q ≈ a·x^p + b`` over units ``(x_i, Q_i)``: ``sign(a)·p``.
+
+    The x-dependence of ``Q`` once an x-independent offset ``b`` is allowed for (lazy
+    training, Thm 3.1: ``‖∇ₓf‖² = d/2 + O(C0²)``, a power of d plus an offset set by C0).
+    Weighted least squares with weights ``1/Q̄(x)²`` (relative errors alike); ``a, b`` are
+    profiled out at each ``p`` of a grid over (0.05, 3]; the interval is the profile-likelihood
+    one, ``RSS(p) <= RSS(p̂)·(1 + t²/(n − 3))``, read on the signed scale.
+
+    **The sign.** ``a < 0`` means Q falls with x, and the estimate is then negative: a falling
+    quantity can never read as a growing exponent (``Q = 500 − 0.5·x`` gives −1, not +1). An
+    interval whose profile set holds fits of both signs spans both; a bound reaching the grid's
+    edge (p near 0, where ``a·x^p`` degenerates into a logarithm, or 3) is infinite.
+
+    **Lack of fit.** With replicates at four or more x values, the residual is split into pure
+    error (around each x's mean) and lack of fit; ``F = (SS_lof / (k − 3)) / (SS_pe / (n − k))``
+    for k distinct x. At ``p < 0.01`` the model does not describe the data: the estimate carries
+    ``misfit`` and :func:`decide` refuses to decide on it.
+    """
+    d = np.asarray(list(x) if not isinstance(x, np.ndarray) else x, float).ravel()
+    y = np.asarray(list(q) if not isinstance(q, np.ndarray) else q, float).ravel()
+    if d.shape != y.shape:
+        raise ValueError(f"x and q differ in length: {d.size} vs {y.size}")
+    ok = np.isfinite(d) & np.isfinite(y) & (d > 0)
+    d, y = d[ok], y[ok]
+    n = int(d.size)
+    xs = np.unique(d)
+    method = f"signed exponent sign(a)·p of Q = a·x^p + b, WLS profile over p, profile-likelihood interval over {n} units"
+    ups = float(max(1, xs.size))
+    if n < 4 or xs.size < 3:
+        return Estimate(math.nan, math.nan, math.nan, n, method, level, dof_loss=3, units_per_seed=ups)
+    mean_at = {v: y[d == v].mean() for v in xs}
+    w = np.array([1.0 / max(mean_at[v] ** 2, 1e-300) for v in d])
+    X = d[None, :] ** _P_GRID[:, None]  # (P, n)
+    sw, sx, sy = w.sum(), (w * X).sum(1), (w * y).sum()
+    sxx, sxy = (w * X * X).sum(1), (w * X * y).sum(1)
+    det = sw * sxx - sx ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = (sw * sxy - sx * sy) / det
+        b = (sy - a * sx) / sw
+    rss = (w * (y[None, :] - a[:, None] * X - b[:, None]) ** 2).sum(1)
+    rss = np.where(np.isfinite(rss) & np.isfinite(a), rss, np.inf)
+    i = int(np.argmin(rss))
+    dof = n - 3
+    bound = rss[i] * (1 + t_quantile(level, dof) ** 2 / dof)
+    inside = np.nonzero(rss <= bound)[0]
+    sign = np.sign(a)
+    signed = sign[inside] * _P_GRID[inside]
+    value = float(sign[i] * _P_GRID[i]) if sign[i] != 0 else 0.0
+    low, high = float(signed.min()), float(signed.max())
+    edge_lo, edge_hi = 0, len(_P_GRID) - 1
+    if edge_lo in inside:  # p -> 0: the fit is a logarithm; its exponent can be any small value
+        if sign[edge_lo] >= 0:
+            low = -math.inf
+        if sign[edge_lo] <= 0:
+            high = math.inf
+    if edge_hi in inside:
+        if sign[edge_hi] >= 0:
+            high = math.inf
+        if sign[edge_hi] <= 0:
+            low = -math.inf
+    half = (high - low) / 2 if math.isfinite(high - low) else None
+    sd = None if half is None else half / t_quantile(level, dof) * math.sqrt(n)
+    misfit = None
+    dof_pe, dof_lof = n - xs.size, xs.size - 3
+    if dof_pe >= 1 and dof_lof >= 1:
+        ss_pe = float(sum((w[d == v] * (y[d == v] - mean_at[v]) ** 2).sum() for v in xs))
+        ss_lof = max(0.0, float(rss[i]) - ss_pe)
+        if ss_pe > 0:
+            from scipy import stats as sps
+
+            F = (ss_lof / dof_lof) / (ss_pe / dof_pe)
+            pval = float(sps.f.sf(F, dof_lof, dof_pe))
+            method += f"; lack of fit F({dof_lof}, {dof_pe}) = {F:.3g}, p = {pval:.2g}"
+            if pval < MISFIT_P:
+                misfit = (f"the model Q = a·x^p + b does not describe the data (lack of fit F({dof_lof}, {dof_pe}) "
+                          f"= {F:.3g}, p = {pval:.2g} < {MISFIT_P:g})")
+        elif ss_lof > 0:
+            misfit = "the model Q = a·x^p + b does not describe the data (no spread within x, yet residuals)"
+    return Estimate(value, low, high, n, method, level, sd=sd, dof_loss=3, units_per_seed=ups, misfit=misfit)
 
 
 def bootstrap_estimate(values: Sequence[Any], statistic: Callable[[Sequence[Any]], float], *,
@@ -497,6 +587,8 @@ def decide(est: Estimate | None, *, threshold: float | tuple[float, float], side
         return Verdict(NOT_APPLICABLE, reason=(reason + "; " if reason else "") + why, **common)
     if est is None or not math.isfinite(est.value):
         return Verdict(INCONCLUSIVE, reason=reason or "no estimate could be computed", **common)
+    if est.misfit:  # the interval rests on a model the data reject: no verdict, and no seed count
+        return Verdict(INCONCLUSIVE, reason="; ".join(x for x in (est.misfit, reason) if x), **common)
     lo, hi = est.low, est.high
     if side == "above":
         good, bad = lo > threshold, hi < threshold  # type: ignore[operator]

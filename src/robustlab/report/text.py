@@ -184,17 +184,20 @@ def self_check_line(claims: list[dict[str, Any]]) -> str:
 
 
 def control_text(claim: dict[str, Any]) -> str:
-    """``control: C0 = 1000 → contradicted ✓`` (✓: the control does not pass, so the test can fail;
-    ✗: it passes too; ?: it is not applicable)."""
+    """``control: C0 = 1000 → contradicted ✓`` (✓: a working control, decided by the claim's own
+    rule and contradicted there; ✗: it passes too; ?: not applicable, undecided, or not decided by
+    the claim's rule, so the test's power to fail is unshown and the claim cannot read reproduced)."""
     if kind_of(claim) != "claim":
         return ""
     ctl = claim.get("control")
     if not ctl:
         return "no control: cannot fail-check"
-    # ✓ the control fails as it must; ✗ it passes too (the test does not discriminate); ? it could
-    # not be decided (not applicable), so the test's power to fail is unshown
-    mark = {"reproduced": "✗", "not applicable": "?"}.get(ctl.get("verdict"), "✓")
-    return f"control: {ctl.get('setting')} → {ctl.get('verdict')} {mark}"
+    verdict = ctl.get("verdict")
+    working = ctl.get("working")
+    if working is None:  # a claims.json written before controls said whether they work
+        working = verdict == "contradicted"
+    mark = "✓" if working else ("✗" if verdict == "reproduced" else "?")
+    return f"control: {ctl.get('setting')} → {verdict} {mark}"
 
 
 def excluded_text(claim: dict[str, Any]) -> str:

@@ -280,59 +280,19 @@ def trained_premise(col: str) -> claimsmod.Premise:
     return claimsmod.premise_at_least("trained", col, MIN_TRAINED, "clean test accuracy of the network")
 
 
-# the exponent grid of :func:`asymptotic_exponent` (of d in Q = a·d^p + b)
-_P_GRID = np.linspace(0.05, 3.0, 1181)
-
-
 def asymptotic_exponent(d, q, *, level: float = 0.95) -> stats.Estimate:
-    """The exponent ``p`` of ``Q ≈ a·d^p + b`` over networks ``(d_i, Q_i)``: the d-dependence
-    of ``Q`` once a d-independent offset ``b`` is allowed for.
+    """The signed exponent of ``Q ≈ a·d^p + b`` over networks ``(d_i, Q_i)``
+    (:func:`robustlab.stats.power_exponent`).
 
     Why this estimator (chosen from the theorem, not from the data): inside the lazy ball
     ``∇ₓf = ∇ₓf₀ + Δ`` with ``‖Δ‖ <= C0`` whatever d, and ``‖∇ₓf₀‖² ≈ d/2`` on the sphere, so
-    ``‖∇ₓf‖² = d/2 + O(C0²)`` (the cross term is O(C0): ∇ₓf₀ has no preferred direction); the
-    one-step flip gives ``1/η ≈ ‖∇ₓf‖²/|f|`` and ``1/‖δ‖² ≈ ‖∇ₓf‖²/f²`` with ``|f| = O(1)``. Each is
-    ``a·d + b`` with an offset set by C0, not by d; a pure power law fitted over finite d mixes
-    the two terms and reads a smaller exponent the larger C0 is (at C0 = 20 the old log–log
-    fit read 0.27 for ‖∇ₓf‖ on data whose ‖∇ₓf‖² is 0.497·d + 54). Fitting the offset leaves
-    the theorem's exponent (p = 1) to the d-dependent part.
-
-    Weighted least squares with weights ``1/Q̄(d)²`` (a network's spread grows with Q, so
-    relative errors are alike); ``a, b`` are profiled out for each ``p`` on a grid; the interval
-    is the profile-likelihood one, ``RSS(p) <= RSS(p̂)·(1 + t²/(n − 3))`` (n networks, 3 fitted
-    parameters); a bound that reaches the grid's edge (0.05 or 3) is reported infinite.
+    ``‖∇ₓf‖² = d/2 + O(C0²)``; the one-step flip gives ``1/η ≈ ‖∇ₓf‖²/|f|`` and
+    ``1/‖δ‖² ≈ ‖∇ₓf‖²/f²`` with ``|f| = O(1)``. Each is ``a·d + b`` with an offset set by C0, not
+    by d, so the offset is fitted and the theorem's exponent left to the d-dependent part. A
+    falling quantity reads a negative exponent, and a significant lack of fit leaves the
+    estimate undecidable.
     """
-    d = np.asarray(d, float)
-    q = np.asarray(q, float)
-    ok = np.isfinite(d) & np.isfinite(q) & (d > 0)
-    d, q = d[ok], q[ok]
-    n = int(d.size)
-    method = f"exponent p of Q = a·d^p + b, WLS profile over p, profile-likelihood interval over {n} networks"
-    ups = float(max(1, np.unique(d).size))
-    if n < 4 or np.unique(d).size < 3:
-        return stats.Estimate(math.nan, math.nan, math.nan, n, method, level, dof_loss=3, units_per_seed=ups)
-    mean_at = {v: q[d == v].mean() for v in np.unique(d)}
-    w = np.array([1.0 / max(mean_at[v] ** 2, 1e-300) for v in d])
-    X = d[None, :] ** _P_GRID[:, None]  # (P, n)
-    sw, sx, sy = w.sum(), (w * X).sum(1), (w * q).sum()
-    sxx, sxy = (w * X * X).sum(1), (w * X * q).sum(1)
-    det = sw * sxx - sx ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = (sw * sxy - sx * sy) / det
-        b = (sy - a * sx) / sw
-    rss = (w * (q[None, :] - a[:, None] * X - b[:, None]) ** 2).sum(1)
-    rss = np.where(np.isfinite(rss), rss, np.inf)
-    i = int(np.argmin(rss))
-    p_hat = float(_P_GRID[i])
-    dof = n - 3
-    bound = rss[i] * (1 + stats.t_quantile(level, dof) ** 2 / dof)
-    inside = np.nonzero(rss <= bound)[0]
-    lo_i, hi_i = int(inside.min()), int(inside.max())
-    low = -math.inf if lo_i == 0 else float(_P_GRID[lo_i])
-    high = math.inf if hi_i == len(_P_GRID) - 1 else float(_P_GRID[hi_i])
-    half = (high - low) / 2 if math.isfinite(high - low) else None
-    sd = None if half is None else half / stats.t_quantile(level, dof) * math.sqrt(n)
-    return stats.Estimate(p_hat, low, high, n, method, level, sd=sd, dof_loss=3, units_per_seed=ups)
+    return stats.power_exponent(d, q, level=level)
 
 
 def scaled(est: stats.Estimate, k: float, what: str) -> stats.Estimate:

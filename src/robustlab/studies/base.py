@@ -79,9 +79,11 @@ class Claim:
     only for a reproduced claim.
 
     The claims engine (:mod:`robustlab.claims`): ``kind`` is ``claim``, ``self-check`` or
-    ``exploratory``; ``control`` the same rule where the effect must be absent (a reproduced
-    claim or exploratory reading whose control passes too turns inconclusive here, so no study
-    can forget it; the verdict before that is kept in ``verdict_before_control``); ``excluded``
+    ``exploratory``; ``control`` the claim's own rule on runs where the effect must be absent
+    (:func:`robustlab.claims.judge`). A reproduced claim stands only beside a working control
+    (one that reads contradicted under that rule); otherwise it turns inconclusive here, so no
+    study can forget it, and the verdict before that is kept in ``verdict_before_control``. An
+    exploratory reading obeys the same rule when it declares a control; ``excluded``
     the points each premise removed; ``across`` the verdict at every value of a knob the paper
     leaves open; ``variants`` other protocols reported beside the main one (never substituted
     into it).
@@ -115,8 +117,10 @@ class Claim:
         object.__setattr__(self, "excluded", tuple(self.excluded))
         object.__setattr__(self, "verdict_before_control", v.verdict)
         object.__setattr__(self, "raw_verdict", v)
-        if self.kind != claimsmod.SELF_CHECK:  # a self-check is an invariant: no discrimination rule
-            v = claimsmod.with_control(v, self.control)
+        if self.kind != claimsmod.SELF_CHECK:  # a self-check is an invariant: no control rule
+            # a paper's claim needs a working control to read reproduced; an exploratory
+            # reading is held to the rule only when it declares a control
+            v = claimsmod.with_control(v, self.control, required=self.kind == claimsmod.CLAIM)
         object.__setattr__(self, "verdict", v)
 
     @property
@@ -201,6 +205,10 @@ class Study:
     # a misspelt premise or a control outside every preset fails when the study is loaded.
     claim_specs: Sequence[claimsmod.ClaimSpec] = ()
     premises: Mapping[str, claimsmod.Premise] = dataclasses.field(default_factory=dict)
+    # populations of runs measured inside every point that a control may name by a string
+    # ({"at-init": "the same networks before any training step"}): a control is the claim's
+    # own rule on other runs, so a string naming anything else is refused at load
+    populations: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         integrity.check_study_name(self.name)  # it names directories
@@ -211,7 +219,7 @@ class Study:
                 if f.default is not dataclasses.MISSING:
                     defaults[f.name] = f.default
         problems = claimsmod.validate_specs(self.name, list(self.claim_specs), dict(self.premises),
-                                            self.presets, fields, defaults)
+                                            self.presets, fields, defaults, dict(self.populations))
         if problems:
             raise UserError(problems[0])
 

@@ -265,6 +265,9 @@ STUDY = Study(
     ensemble=True,
     weight=_work,
     claim_specs=lvc.SPECS,
+    populations={"the clean accuracy of the same networks": "the networks' clean test accuracy, read by the same rule",
+                 "placebo: the non-lazy control's even seeds against its odd seeds":
+                     "the non-lazy control's networks split by seed parity"},
     premises=lvc.PREMISES,
 )
 

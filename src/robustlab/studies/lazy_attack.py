@@ -296,6 +296,7 @@ STUDY = Study(
     ensemble=True,
     weight=work,
     claim_specs=lac.SPECS,
+    populations={"the same networks at initialisation": "each network's own measurements before any training step"},
     premises=lac.PREMISES,  # one SGD pass an epoch; the paper grid's d = 784, m = 4096 group is ~30 % of it
 )
 

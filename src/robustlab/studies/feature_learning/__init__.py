@@ -80,7 +80,7 @@ What the claims meet at these scales (reported, not hidden):
 from __future__ import annotations
 
 from ..base import Preset, Study
-from .claims import CLAIM_SPECS, claims
+from .claims import CLAIM_SPECS, POPULATIONS, claims
 from .common import PREMISES
 from .figures import figures
 from .images import PREMISE as _IMAGE_PREMISE
@@ -132,5 +132,6 @@ STUDY = Study(
     weight=_work,  # images and the 16-seed main group first; the extensions' small groups last
     probe=probe_point,  # --dry-run times the image groups through short probes (the full MNIST's take hours)
     claim_specs=CLAIM_SPECS,
+    populations=POPULATIONS,
     premises={**PREMISES, _IMAGE_PREMISE.name: _IMAGE_PREMISE},
 )

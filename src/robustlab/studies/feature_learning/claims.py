@@ -70,6 +70,9 @@ FEATURE_SPECS = [
     cl.ClaimSpec("A2e-span-v-robust-region", kind=cl.EXPLORATORY),
 ]
 CLAIM_SPECS = [*FEATURE_SPECS, *DYNAMICS_SPECS, *IMAGE_SPECS]
+# the controls named by a string: other runs (a placebo pairing, a permutation), never another rule
+POPULATIONS = {s.control.setting: s.control.why for s in (*DYNAMICS_SPECS, *IMAGE_SPECS)
+               if s.control is not None and isinstance(s.control.setting, str)}
 _SPEC = {s.id: s for s in CLAIM_SPECS}
 
 
@@ -424,4 +427,4 @@ def claims(df: pd.DataFrame, ctx: Context | None = None) -> list[Claim]:
     return out
 
 
-__all__ = ["CLAIMS", "CLAIM_SPECS", "claims", "SOURCE"]
+__all__ = ["CLAIMS", "CLAIM_SPECS", "POPULATIONS", "claims", "SOURCE"]

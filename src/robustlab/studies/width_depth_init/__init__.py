@@ -41,8 +41,6 @@ the end of the schedule as its own variant (``Claim.variants``), never as a subs
 
 from __future__ import annotations
 
-import dataclasses
-
 from ..base import Preset, Study
 from .analysis import (
     FD_TOL,
@@ -150,7 +148,6 @@ STUDY = Study(
     cost=point_flops,
     probe=probe_point,
     claim_specs=SPECS,
+    populations=POPULATIONS,
     premises=PREMISES,
-    # the populations a control may name (issue 51); an engine from before it has no such field
-    **({"populations": POPULATIONS} if "populations" in {f.name for f in dataclasses.fields(Study)} else {}),
 )

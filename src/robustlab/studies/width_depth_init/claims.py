@@ -30,7 +30,6 @@ from ...stats import (
     slope_estimate,
 )
 from ..base import Claim, Context
-from ._engine import across, coverage, judge
 from .analysis import PREMISES, PROTOCOLS, _r, _table, curve, finals, kept, protocols, series, view
 from .lazy_claims import (
     AT_INIT_PREMISES,
@@ -118,6 +117,9 @@ SPECS = (
     cl.ClaimSpec("mc-identity", kind=cl.SELF_CHECK),
 )
 _SPEC = {s.id: s for s in SPECS}
+POPULATIONS = {AT_INIT: "the same networks before any training step",
+               "He networks in Thm 3's own setting (init=he, output=single, the same window)":
+                   "He-initialised networks trained in the same window as the small-init ones"}
 
 
 def _claim(cid: str, statement: str, where: str, verdict: Verdict, ev: dict, *, control: cl.Control | None = None,
@@ -135,6 +137,13 @@ def _premise_objs(names) -> list[cl.Premise]:
     return [PREMISES[n] for n in names]
 
 
+def _coverage(df: pd.DataFrame, premises: list[cl.Premise], *, axis: str, shape: str, min_distinct: int = 3,
+              min_span: float | None = 4.0) -> Verdict | None:
+    """``cl.coverage`` counted per network (``point`` x ``seed``)."""
+    return cl.coverage(df, premises, axis, shape=shape, min_distinct=min_distinct, min_span=min_span,
+                       unit=[u for u in ("point", "seed") if u in df.columns])
+
+
 def _same_networks(v: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
     """The rows of ``v`` (another moment's view) for the networks kept in ``k``."""
     if k.empty:
@@ -146,7 +155,7 @@ def _judged(cid: str, rule, rows: pd.DataFrame, control_rows: pd.DataFrame | Non
             na: Verdict | None = None) -> tuple[Verdict, cl.Control | None]:
     """``judge`` with an empty control frame read as "not in this run", and the coverage verdict
     (``na``) standing in for the claim's own where the premises leave the axis undecidable."""
-    v, c = judge(_SPEC[cid], rule, rows, control_rows if control_rows is not None and len(control_rows) else None)
+    v, c = cl.judge(_SPEC[cid], rule, rows, control_rows if control_rows is not None and len(control_rows) else None)
     return (na or v), c
 
 
@@ -172,10 +181,10 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     v = view(hl, "end")
     k, exc = kept(v, WIDTH_PREMISES)
     ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
-    na = coverage(v, _premise_objs(WIDTH_PREMISES), k, axis="width", shape="peak")
+    na = _coverage(v, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak")
     verdict, control = _judged(cid, width_peak_rule, k, ck, na)
     parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
-    record = across("sweep", parts, quantifier="all")[1] if parts else None
+    record = cl.across("sweep", parts, quantifier="all")[1] if parts else None
     fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
     variants = {"trained P only (not paired with init)": width_peak_rule(_unpaired(k))}
     if len(fit):
@@ -205,7 +214,7 @@ def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     v = view(hl, "end")
     k, exc = kept(v, WIDTH_PREMISES)
     ctl = _same_networks(view(hl, "init"), k)
-    na = coverage(v, _premise_objs(WIDTH_PREMISES), k, axis="depth", shape="slope", min_distinct=MIN_DEPTHS,
+    na = _coverage(v, _premise_objs(WIDTH_PREMISES), axis="depth", shape="slope", min_distinct=MIN_DEPTHS,
                   min_span=1.5)
     verdict, control = _judged(cid, location_rule, k, ctl, na)
     ev = {"definition": "per (init, class set) swept in width at >= 3 depths: OLS slope on depth of log2 of the "
@@ -235,7 +244,7 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
                         "rule), above 0 in every sweep", "parts": width_evidence(k),
           "table": _lazy_table(k)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc,
-                  across=across("sweep", parts, quantifier="all")[1] if parts else None)
+                  across=cl.across("sweep", parts, quantifier="all")[1] if parts else None)
 
 
 def _lazy_table(k: pd.DataFrame) -> dict:
@@ -299,7 +308,7 @@ def claim_depth_trained(df: pd.DataFrame, init: str, ctx: Context | None = None)
         v = view(d, protocol)
         k, exc = kept(v, DEPTH_TRAINED_PREMISES)
         mine, other = k[k["init"] == init], k[k["init"] == _DEPTH_CONTROL[init]]
-        na = coverage(v[v["init"] == init], _premise_objs(DEPTH_TRAINED_PREMISES), mine, axis="depth",
+        na = _coverage(v[v["init"] == init], _premise_objs(DEPTH_TRAINED_PREMISES), axis="depth",
                       shape="slope", min_distinct=MIN_DEPTHS, min_span=2.0) if len(v[v["init"] == init]) else None
         if not len(v[v["init"] == init]) or not _has_depth_sweep(v[v["init"] == init]):
             na = not_applicable(f"not measured in this run: needs a width with >= {MIN_DEPTHS} depths "
@@ -359,7 +368,7 @@ def early_rule(rows: pd.DataFrame) -> Verdict:
             per[float(sub["gamma"].iloc[0]) if init == "small" else f"{init}{label}"] = _early_part(sub, init + label)[0]
     if not per:
         return not_applicable("no network meets the premises")
-    return across("gamma", per, quantifier="all")[0]
+    return cl.across("gamma", per, quantifier="all")[0]
 
 
 def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -378,7 +387,7 @@ def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     v = view(s, "early")
     k, exc = kept(v, EARLY_PREMISES)
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
-    na = coverage(v[v["init"] == "small"], _premise_objs(EARLY_PREMISES), small, axis="width", shape="slope",
+    na = _coverage(v[v["init"] == "small"], _premise_objs(EARLY_PREMISES), axis="width", shape="slope",
                   min_distinct=MIN_EARLY_WIDTHS, min_span=4.0)
     verdict, control = _judged(cid, early_rule, small, he, na)
     per = {float(x["gamma"].iloc[0]): _early_part(x, "small")[0] for _, x in series(small, "small")}
@@ -391,7 +400,7 @@ def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     variants = {"without the early-window premise": early_rule(loose[loose["init"] == "small"])} \
         if (loose["init"] == "small").any() else None
     return _claim(cid, statement, "Thm 3", verdict, ev, control=control, excluded=exc, variants=variants,
-                  across=across("gamma", per, quantifier="all")[1] if per else None)
+                  across=cl.across("gamma", per, quantifier="all")[1] if per else None)
 
 
 def nonlazy_rule(rows: pd.DataFrame) -> Verdict:
@@ -407,7 +416,7 @@ def nonlazy_rule(rows: pd.DataFrame) -> Verdict:
                                              reason=f"{init}{label}: slope of log P on log m")
     if not parts:
         return not_applicable("no network meets the premises")
-    return across("series", parts, quantifier="all")[0]
+    return cl.across("series", parts, quantifier="all")[0]
 
 
 def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -424,7 +433,7 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     v = view(two, "end")
     k, exc = kept(v, NONLAZY_PREMISES)
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
-    na = coverage(v[v["init"] == "small"], _premise_objs(NONLAZY_PREMISES), small, axis="width", shape="slope")
+    na = _coverage(v[v["init"] == "small"], _premise_objs(NONLAZY_PREMISES), axis="width", shape="slope")
     verdict, control = _judged(cid, nonlazy_rule, small, he, na)
     ev = {"definition": f"depth 2, cross-entropy, widths >= {NONLAZY_MIN_WIDTH}, at the end on a loss plateau "
                         "(finite difference within tolerance): OLS slope of log P on log m below 0",
@@ -491,14 +500,14 @@ def _kappa_window(start: int | None) -> Callable[[pd.DataFrame], Verdict]:
             b = _seed_exponents(sub, start)
             parts[init] = decide(mean_estimate(b) if len(b) else None, threshold=KAPPA_BAND, side="inside",
                                  conditions=[cond], reason=f"{init}: growth exponent of kappa(t)")
-        return across("init", parts, quantifier="all")[0] if parts else not_applicable("no kappa trace kept")
+        return cl.across("init", parts, quantifier="all")[0] if parts else not_applicable("no kappa trace kept")
     return rule
 
 
 def kappa_rule(ep: pd.DataFrame) -> Verdict:
     """kappa's rule on the epoch rows of the kept networks: the growth exponent of κ(t) inside the
     non-lazy band, in the declared window and in the whole constant-rate phase (``across``)."""
-    return across("window", {KAPPA_WINDOWS[0]: _kappa_window(None)(ep), KAPPA_WINDOWS[1]: _kappa_window(2)(ep)},
+    return cl.across("window", {KAPPA_WINDOWS[0]: _kappa_window(None)(ep), KAPPA_WINDOWS[1]: _kappa_window(2)(ep)},
                   quantifier="all")[0]
 
 
@@ -539,7 +548,7 @@ def kappa_width_rule(rows: pd.DataFrame) -> Verdict:
         est = slope_estimate(sub["width"], sub["kappa"], log_x=True, log_y=True) if len(ws) >= 2 else None
         parts[init] = decide(est, threshold=0.0, side="below", conditions=[cond],
                              reason=f"{init}: slope of log kappa_end on log m")
-    return across("init", parts, quantifier="all")[0] if parts else not_applicable("no network kept")
+    return cl.across("init", parts, quantifier="all")[0] if parts else not_applicable("no network kept")
 
 
 def claim_kappa_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -553,7 +562,7 @@ def claim_kappa_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     parts = {}
     for init in ("he", "small"):
         parts[init] = kappa_width_rule(k[k["init"] == init])
-    v, record = across("init", parts, quantifier="all")
+    v, record = cl.across("init", parts, quantifier="all")
     ev = {"definition": "depth 2, widths >= n_train: OLS slope of log kappa at the end on log m, below 0 for He and "
                         "for the small init; exploratory: no setting here where theory has kappa not fall with width",
           "kappa_by_width": {i: {int(m): _r(g["kappa"].mean(), 3) for m, g in k[k["init"] == i].groupby("width")}

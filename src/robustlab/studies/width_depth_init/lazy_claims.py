@@ -18,7 +18,6 @@ import pandas as pd
 from ... import claims as cl
 from ...metrics import expected_stability_at_init
 from ...stats import INCONCLUSIVE, Condition, Verdict, combine, decide, not_applicable
-from ._engine import across
 from .analysis import (
     PREMISES,
     PROTOCOLS,
@@ -125,7 +124,7 @@ def width_peak_rule(rows: pd.DataFrame) -> Verdict:
     parts = {name: peak_part(sub, name)[0] for name, sub in _sweeps(rows) if sub["width"].nunique() >= 2}
     if not parts:
         return not_applicable("no width sweep with >= 2 widths")
-    return across("sweep", parts, quantifier="all")[0]
+    return cl.across("sweep", parts, quantifier="all")[0]
 
 
 def width_evidence(rows: pd.DataFrame) -> dict:
@@ -174,7 +173,7 @@ def location_rule(rows: pd.DataFrame) -> Verdict:
     parts = {name: location_part(s, name)[0] for name, s in _location_series(rows) if s["depth"].nunique() >= 2}
     if not parts:
         return not_applicable(f"no series swept in width at >= {MIN_DEPTHS} depths")
-    return across("series", parts, quantifier="all")[0]
+    return cl.across("series", parts, quantifier="all")[0]
 
 
 def location_evidence(rows: pd.DataFrame) -> dict:
@@ -337,7 +336,7 @@ def depth_trained_rule(side: str) -> Callable[[pd.DataFrame], Verdict]:
         parts = {name: depth_part(sub, side, name)[0] for name, sub in depth_sweeps(rows)}
         if not parts:
             return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
-        return across("sweep", parts, quantifier="all")[0]
+        return cl.across("sweep", parts, quantifier="all")[0]
     rule.__name__ = f"depth_slope_trained_minus_init_{side}_0"
     return rule
 
