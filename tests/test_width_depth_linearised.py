@@ -86,3 +86,12 @@ def test_linearised_forward_equals_torch_func_jvp():
     ws, dws = _net(5, [6, 4], 3, 0), _net(5, [6, 4], 3, 7)
     f0, jd = torch.func.jvp(lambda *w: lin.mlp(w, x), tuple(ws), tuple(dws))
     assert torch.allclose(lin.linearised(ws, dws, x), f0 + jd, rtol=1e-12, atol=1e-12)
+
+
+def test_a_dead_network_has_an_empty_kernel_and_stays_at_its_initialisation():
+    x, y = _data(6, 5, 2)
+    ws = _net(5, [1], 2, 0)
+    ws[0] = torch.zeros_like(ws[0])  # a unit that never fires (ReLU'(0) = 0): Θ = 0
+    dws, info = lin.solve(ws, x, y)
+    assert info["rank"] == 0 and info["lambda_min_kept"] is None
+    assert all(float(d.abs().max()) == 0.0 for d in dws)

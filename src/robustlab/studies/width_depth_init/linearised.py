@@ -83,9 +83,10 @@ def solve(ws: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, *, rcond: fl
     out = mlp(wr, x)
     grads = torch.autograd.grad((out * alpha.reshape(out.shape)).sum(), wr)  # Jᵀ α, layer by layer
     dws = [g.detach() for g in grads]
-    shift = math.sqrt(sum(float(d.pow(2).sum()) for d in dws) / sum(float(w.pow(2).sum()) for w in ws))
+    norm0 = sum(float(w.pow(2).sum()) for w in ws)
+    shift = math.sqrt(sum(float(d.pow(2).sum()) for d in dws) / norm0) if norm0 > 0 else 0.0
     return dws, {"rank": int(keep.sum()), "size": int(len(lam)),
-                 "lambda_min_kept": float(lam[keep].min()) if keep.any() else float("nan"), "param_shift": shift}
+                 "lambda_min_kept": float(lam[keep].min()) if keep.any() else None, "param_shift": shift}
 
 
 def linearised(ws: list[torch.Tensor], dws: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
