@@ -40,7 +40,9 @@ LAZY_LIMIT = {"regime": ["linearised"], "init": ["he"], "depth": [2], "width": _
 # before it (63.8 CPU-s). The first version cost 77.0; two blocks that decide nothing there were cut,
 # chosen for cost after the base-seed 0/17 runs: the lazy limit's widths 512 and 1024 (its flat side:
 # P at 128-256 is within 5 % of P at 1024 at both seeds; 8.5 CPU-s) and depth 4's width 256 (every
-# depth-4 peak sat at 32, two doublings below 128; 4.9 CPU-s). The slices keep them.
+# depth-4 peak sat at 32, two doublings below 128; 4.9 CPU-s). That run cost 66.4 CPU-s, still above:
+# the lazy limit's width 128 (P there lies between 64's and 256's at both seeds; 1.4 CPU-s) and the
+# 2-class sweep's width 256 (its peaks sat at 4-16; ~1.8 CPU-s) went too. The slices keep them all.
 QUICK_GRID = (
     # width sweeps (width-peak, width-peak-location), He and LeCun: depth 2 up to 5x the training set,
     # depths 3 and 4 up to 256 (past every peak measured: 4-16, issue 54)
@@ -53,14 +55,14 @@ QUICK_GRID = (
     # and LeCun at depth 3 did not, base seed 0): 80, the decay from 60
     {"init": ["lecun", "he", "ntk"], "depth": [2, 3, 4, 6], "width": [128], "lr": [0.03],
      "init_draws": [INIT_DRAWS], "epochs": [80], "decay_start": [60]},
-    {**TWO_CLASS, "width": _POW2[1:9], SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
+    {**TWO_CLASS, "width": _POW2[1:8], SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
     # the small (non-lazy) init over every width: width-peak's control; nonlazy-width and kappa from 16 up
     {"init": ["small"], "depth": [2], "width": _POW2},
     # Thm 3 (nonlazy-width-early): one output, squared loss, two classes, the small init; only
     # the first epoch is the claim's window, so the schedule stops at 5
     THM3_BLOCK,
     THM3_CONTROL,
-    {**LAZY_LIMIT, "width": _POW2[:9]},
+    {**LAZY_LIMIT, "width": _POW2[:7] + [256]},
 )
 
 PAPER_BASE = {"n_train": 0, "n_test": 1000, "epochs": 50, "batch_size": 64, "decay_start": 30, "lr_step": 10,
