@@ -428,6 +428,8 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     if f.empty or "stability" not in f.columns:
         return _no_results(cid, statement, "Fig. 4(b)")
     two = width_sweep_rows(_regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["small", "he"])]), "sgd"))
+    if "classes" in two.columns and (two["init"] == "small").any():  # He on the small init's data only
+        two = two[two["classes"].astype(str).isin(set(two.loc[two["init"] == "small", "classes"].astype(str)))]
     two = two[pd.to_numeric(two["width"]) >= NONLAZY_MIN_WIDTH]
     if not _both_inits(two):
         return _claim(cid, statement, "Fig. 4(b)", not_applicable(NOT_MEASURED_NONLAZY), {})
@@ -515,6 +517,8 @@ def kappa_rule(ep: pd.DataFrame) -> Verdict:
 def _kappa_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[cl.Exclusion], pd.DataFrame]:
     f = finals(df)
     two = width_sweep_rows(_regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["he", "small"])]), "sgd"))
+    if "classes" in two.columns and (two["init"] == "small").any():  # He on the small init's data only
+        two = two[two["classes"].astype(str).isin(set(two.loc[two["init"] == "small", "classes"].astype(str)))]
     k, exc = kept(view(two, "end"), KAPPA_PREMISES)
     ep = df[(df["kind"] == "epoch")] if "point" in df.columns else df.iloc[0:0]
     ep = _same_networks(ep, k) if len(ep) else ep
