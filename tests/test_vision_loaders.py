@@ -137,6 +137,6 @@ def test_width_depth_study_end_to_end_on_standard_files(tmp_path, dataset):
     # 20 training points, or fewer in the two-class (Thm 3) block when the tiny file holds fewer of those
     assert {r["dataset"] for r in results} == {dataset} and max(r["n_train"] for r in results) == 20
     claims = json.loads((out / "claims.json").read_text())
-    assert {"width-peak", "depth-init-at-init", "depth-init-trained", "kappa"} <= {c["id"] for c in claims}
+    assert {"width-peak", "depth-init-at-init", "depth-init-trained-he", "kappa"} <= {c["id"] for c in claims}
     assert all(c["verdict"] in ("reproduced", "contradicted", "inconclusive", "not applicable") for c in claims)
     assert (out / "report.html").exists()

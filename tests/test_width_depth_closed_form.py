@@ -83,8 +83,7 @@ def test_series_splits_on_a_list_valued_field():
 
 def test_flat_closed_form_is_decided_inside_its_band_and_the_swapped_band_fails():
     """He at initialisation measured around its flat expectation (±10 %) with 8 networks per
-    depth: its slope of log E P lies inside 0 ± 0.15 (reproduced), and LeCun's band (ln ½ ± 0.15),
-    the control, reads contradicted."""
+    depth: its slope of log E P lies inside 0 ± 0.15 (the self-check holds; it has no control)."""
     rows = []
     for L in (2, 3, 4, 5):
         for s in range(8):
@@ -96,4 +95,4 @@ def test_flat_closed_form_is_decided_inside_its_band_and_the_swapped_band_fails(
     c = W.claim_depth_at_init(pd.DataFrame(rows))
     part = c.evidence["parts"]["he_m32"]
     assert part["verdict"] == "reproduced" and part["closed_form_slope"] == pytest.approx(0.0, abs=1e-9)
-    assert c.decision.verdict == "reproduced" and c.control.verdict.verdict == "contradicted"
+    assert c.decision.verdict == "reproduced" and c.control is None and c.kind == "self-check"

@@ -16,26 +16,27 @@ the end of epoch ``early_epoch`` (Thm 3's window); at the end of the schedule. A
 never reaches the target has no equal-fit values: the claims exclude it by premise and report
 the end of the schedule as its own variant (``Claim.variants``), never as a substitute.
 
-**Claims** (:mod:`.claims`, :mod:`.lazy_claims`), declared with the claims engine
-(:data:`.claims.SPECS`: kind, premises by name, control with its reason, fixed before the runs):
+**Claims** (:mod:`.claims`, :mod:`.lazy_claims`; issue 54 on the engine of issue 51): every
+control is the claim's own rule on other runs (:data:`.claims.SPECS`, fixed before the runs).
 
-* ``width-peak`` (Thm 1, Fig. 4a) — an interior maximum of ``log E P`` in width, among networks
-  at equal fit, lazy (κ ≤ 0.3), at least as wide as the class count and with ε in the linear
-  range; every sweep (both inits, every depth, the 2-class sweep) must show it; control: the
-  same networks at initialisation (flat in width by the closed form). Conditional on
-  ``width-peak-n-train``: the peak must move to wider networks with more training points.
-* ``depth-init-at-init`` — at t = 0 (30+ networks per depth), LeCun's ``log E P`` falls by
-  ln ½ ± 0.15 per layer, He's and NTK's are flat (± 0.15): the exact expectation; the paper's
-  He/NTK rise is its bound's. Control: each init under the other's band.
-* ``depth-init-trained`` (§5.4) — on trained networks that stayed lazy, LeCun falls with L,
-  He and NTK rise with log L; control: the rules swapped. ``depth-lecun-nonlazy``
-  (exploratory) — LeCun's trend where κ is not small, with P_trained / P_init per depth.
-* ``nonlazy-width-early`` (Thm 3) — the slope on log m of ``log P(epoch 1) / P(init)`` below 0
-  for the small init at every γ of the grid; control: He in the same setting.
-* ``nonlazy-width`` (Fig. 4b) — at equal fit the small init falls with width and lies below
-  He; control: the same networks at initialisation.
-* ``kappa`` (§5.2) — He's growth exponent of κ(t) in 0 ± 0.25, the non-lazy one in 1 ± 0.25,
-  He's κ falling with width, the non-lazy κ ten times He's; control: the bands swapped.
+* ``width-peak`` (Thm 1, Fig. 4a) — at the end of training on a loss plateau (App. E.2), every
+  He/LeCun width sweep (depths 2-4, 10 and 2 classes): the paired curve log mean P − log mean
+  P_init has an interior maximum over both ends; control: the small-init sweep. Equal fit and
+  the trained curve alone are reported variants.
+* ``width-peak-lazy-limit`` (Thm 1's own regime) — the same rule on networks linearised at
+  initialisation and solved exactly (:mod:`.linearised`, ``regime=linearised``); control: the
+  small-init sweep.
+* ``width-peak-location``, ``width-peak-n-train`` (exploratory) — the peak's width against
+  depth, and against the training-set size.
+* ``depth-init-at-init`` (self-check) — the closed form at t = 0.
+* ``depth-init-trained-{lecun,he,ntk}`` (§5.4) — the slope on depth of log mean P after training
+  minus that at initialisation, below 0 for LeCun, above 0 for He and NTK; control: the other
+  init's depth sweep (He for LeCun, LeCun for He and NTK) under the same rule.
+* ``nonlazy-width-early`` (Thm 3) — slope on log m of log P(epoch 1)/P(init) below 0 at every
+  γ; control: He in the same setting. ``nonlazy-width`` (Fig. 4b) — the small init's slope of
+  log P on log m below 0; control: He.
+* ``kappa`` (§5.2) — the non-lazy init's κ(t) growth exponent in [0.75, 1.25] in both windows;
+  control: He. ``kappa-width`` (exploratory) — κ falls with width for both.
 * ``mc-identity`` — a self-check: the Monte Carlo estimate against the identity.
 """
 
@@ -59,11 +60,14 @@ from .claims import (
     claim_depth_at_init,
     claim_depth_trained,
     claim_kappa,
+    claim_kappa_width,
     claim_lecun_nonlazy,
     claim_mc,
     claim_nonlazy,
     claim_nonlazy_early,
     claim_width,
+    claim_width_lazy_limit,
+    claim_width_location,
     claim_width_moves,
     claims,
     growth_exponent,
@@ -99,6 +103,7 @@ from .run import (
 __all__ = ["STUDY", "FD_TOL", "KAPPA_LAZY", "PREMISES", "PROTOCOLS", "SPECS", "curve", "finals", "protocols",
            "series", "view", "claim_depth_at_init", "claim_depth_trained", "claim_kappa", "claim_lecun_nonlazy",
            "claim_mc", "claim_nonlazy", "claim_nonlazy_early", "claim_width", "claim_width_moves", "claims",
+           "claim_width_location", "claim_width_lazy_limit", "claim_kappa_width", "POPULATIONS",
            "growth_exponent", "figures", "_closed_form_at_init", "_he_vs_lecun_same_seed", "closed_form_at_init",
            "PAPER_BASE", "PAPER_GRID", "PAPER_SLICE_SEEDS", "PAPER_SLICES", "QUICK_BASE", "QUICK_GRID",
            "QUICK_WIDTH_SEEDS", "ACC_FLOOR", "AT_TARGET", "PROBE_BATCHES", "SOURCE", "WidthDepthInitConfig",
@@ -119,15 +124,12 @@ STUDY = Study(
         # depth-2 part (effect 1.22, per-seed sd 0.51) and 5 for its He depth-3 part, whose peak
         # sits where the networks start to fit 200 points; over 10 random 5-seed subsets of the
         # pilot every claim kept one verdict (at 4 seeds width-peak was inconclusive in 3 of 10).
-        # Five base seeds then showed width-peak inconclusive at 2 of 5 (a 5-seed run decides it
-        # only ~87 % of the time): the width sweeps now have QUICK_WIDTH_SEEDS = 7 (see there).
-        # Their seeds also enter the claims that read He/LeCun depth-2/3 rows (the width-128
-        # depth points, He beside the non-lazy network in nonlazy-width and kappa, mc-identity):
-        # those pool rows or compare per-seed means, so the extra seeds only add rows.
+        # Issue 54 set the width sweeps back to 5 (QUICK_WIDTH_SEEDS, see there) to fit depth 4 and
+        # the lazy limit into the old CPU budget.
         "quick": Preset(QUICK_BASE, QUICK_GRID, n_seeds=5,
-                        description="mnist5k 14x14, 200 training points, widths 1-1024 (and a 2-class sweep), "
-                                    "depths 2-6 (35 networks per depth at init), 50 epochs, equal fit at 0.99 "
-                                    "training accuracy, 5 seeds, 7 for the width sweeps (~1.5-2 min on 2 idle cores)"),
+                        description="mnist5k 14x14, 200 training points, widths 1-1024 at depths 2-4 (and a 2-class "
+                                    "sweep), depths 2-6 (35 networks per depth at init), 50 epochs, the lazy limit "
+                                    "(linearised, 100 points, 10 and 2 classes), 5 seeds (~1.5 min on 2 idle cores)"),
         "paper": Preset(PAPER_BASE, PAPER_GRID, n_seeds=5,
                         description="mnist5k 28x28 (4000 training points), widths 1-16384, depths 2-8, 50 epochs "
                                     "with step decay, 5 seeds, and the width-n and Thm 3 blocks of the slices (5695 TFLOP of "

@@ -35,12 +35,38 @@ PROTOCOLS = {"target": "at equal fit (the first epoch a network reached target_a
 UNIT = ("point", "seed")  # one network: the premises count and drop these
 
 
+PLATEAU_EPOCHS = 10
+PLATEAU_TOL = 0.1
+
+
+def _loss_change(df: pd.DataFrame, f: pd.DataFrame) -> pd.Series:
+    """Per final row, |loss(T) − loss(T − 10)| / loss(T − 10) from the network's epoch trace
+    (the running training loss of its last epoch against ten epochs before); NaN without one."""
+    ep = df[df["kind"] == "epoch"] if "loss" in df.columns else df.iloc[0:0]
+    keys = [k for k in UNIT if k in df.columns]
+    if ep.empty or not keys:
+        return pd.Series(np.nan, index=f.index)
+    ep = ep[keys + ["epoch", "loss"]].dropna(subset=["loss"])
+    last = ep.groupby(keys)["epoch"].transform("max")
+    end = ep[ep["epoch"] == last].set_index(keys)["loss"]
+    before = ep[ep["epoch"] == last - PLATEAU_EPOCHS].set_index(keys)["loss"]
+    rel = ((end - before).abs() / before).rename("loss_change_last10")
+    rel = rel[~rel.index.duplicated()]
+    idx = pd.MultiIndex.from_frame(f[keys].astype(object)) if len(keys) > 1 else f[keys[0]]
+    return pd.Series(rel.reindex(idx).to_numpy(), index=f.index)
+
+
 def finals(df: pd.DataFrame) -> pd.DataFrame:
     """The final rows, one per network: a network that two grid blocks both ran (the same
-    config but for ``init_draws``, which only adds untrained draws) is kept once, with its draws."""
+    config but for ``init_draws``, which only adds untrained draws) is kept once, with its draws.
+    ``loss_change_last10`` (the ``plateau`` premise's quantity) is added from the epoch rows."""
     if "kind" not in df.columns:
         return df.iloc[0:0]
     f = df[df["kind"] == "final"]
+    if len(f):  # recorded by the run since issue 54; from the epoch trace for older runs
+        have = pd.to_numeric(f["loss_change_last10"], errors="coerce") if "loss_change_last10" in f.columns \
+            else pd.Series(np.nan, index=f.index)
+        f = f.assign(loss_change_last10=have.fillna(_loss_change(df, f)) if have.isna().any() else have)
     if "init_draws" not in f.columns or f.empty:
         return f
     keys = [k for k in WidthDepthInitConfig.field_names() if k in f.columns and k not in _NOT_NETWORK]
@@ -116,6 +142,9 @@ PREMISES: dict[str, cl.Premise] = {
     "fd-linear": cl.Premise("fd-linear", f"|finite difference / linear formula - 1| <= {FD_TOL:g} at radius eps "
                                          "(sum |f(x+d) - f(x)|^2 / sum |J d|^2, one d per held-out point)",
                             lambda df: (pd.to_numeric(df["fd"], errors="coerce") - 1).abs() <= FD_TOL),
+    "plateau": cl.Premise("plateau", f"training loss changed by at most {PLATEAU_TOL:.0%} over the last "
+                                     f"{PLATEAU_EPOCHS} epochs (App. E.2: compared at a plateau)",
+                          lambda df: pd.to_numeric(df["loss_change_last10"], errors="coerce") <= PLATEAU_TOL),
     "early-window": cl.Premise("early-window", "not yet at the target fit at epoch early_epoch (Thm 3: early "
                                                "training)", _early_open),
     "over-parameterised": cl.Premise("over-parameterised", "width >= the number of training points (kappa, §5.2)",
@@ -164,21 +193,40 @@ def boot_log_means(groups: Sequence[np.ndarray], n_boot: int = N_BOOT, seed: int
     return out
 
 
+def _estimate(value: float, boots: np.ndarray, n: int, groups: int, what: str) -> Estimate:
+    boots = boots[np.isfinite(boots)]
+    if boots.size < 2 or not math.isfinite(value):
+        return Estimate(value, -math.inf, math.inf, n, f"bootstrap over {n} {what} (no finite resample)")
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return Estimate(value, float(lo), float(hi), n, f"percentile bootstrap over {n} {what} within "
+                                                     f"{groups} groups ({N_BOOT} resamples)",
+                    sd=float(boots.std(ddof=1) * math.sqrt(n / max(1, groups))), units_per_seed=float(groups))
+
+
 def boot_estimate(groups: Sequence[np.ndarray], statistic: Callable[[np.ndarray], np.ndarray], what: str,
                   seed: int = 0) -> Estimate:
     """A percentile bootstrap interval of ``statistic`` (a function of the ``(B, G)`` log means,
     row-wise) with its value on the data; ``n`` counts the networks."""
     value = float(statistic(log_means(groups)[None, :])[0])
-    boots = statistic(boot_log_means(groups, seed=seed))
-    boots = boots[np.isfinite(boots)]
     n = int(sum(len(g) for g in groups))
-    if boots.size < 2 or not math.isfinite(value):
-        return Estimate(value, -math.inf, math.inf, n, f"bootstrap over {n} {what} (no finite resample)")
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return Estimate(value, float(lo), float(hi), n, f"percentile bootstrap over {n} {what} within "
-                                                     f"{len(groups)} groups ({N_BOOT} resamples)",
-                    sd=float(boots.std(ddof=1) * math.sqrt(n / max(1, len(groups)))),
-                    units_per_seed=float(len(groups)))
+    return _estimate(value, statistic(boot_log_means(groups, seed=seed)), n, len(groups), what)
+
+
+def boot_paired(trained: Sequence[np.ndarray], init: Sequence[np.ndarray],
+                statistic: Callable[[np.ndarray], np.ndarray], what: str, seed: int = 0) -> Estimate:
+    """As :func:`boot_estimate` on the paired curve ``log mean P_T − log mean P_0`` per group:
+    each resample draws networks within a group and takes both their values (``trained[j][i]``
+    and ``init[j][i]`` are one network's)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(statistic((log_means(trained) - log_means(init))[None, :])[0])
+        rng = np.random.default_rng(seed)
+        out = np.empty((N_BOOT, len(trained)))
+        for j, (a, b) in enumerate(zip(trained, init)):
+            a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+            idx = rng.integers(0, len(a), size=(N_BOOT, len(a)))
+            out[:, j] = np.log(a[idx].mean(1)) - np.log(b[idx].mean(1))
+        boots = statistic(out)
+    return _estimate(value, boots, int(sum(len(g) for g in trained)), len(trained), what)
 
 
 def slope_stat(xs: Sequence[float]) -> Callable[[np.ndarray], np.ndarray]:

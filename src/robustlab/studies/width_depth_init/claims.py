@@ -10,7 +10,6 @@ as its own variant (``Claim.variants``), never substituted for a network that mi
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -21,12 +20,9 @@ from ...papers import WIDTH_DEPTH_INIT
 from ...stats import (
     CONTRADICTED,
     INCONCLUSIVE,
-    NOT_APPLICABLE,
-    REPRODUCED,
     Condition,
     Estimate,
     Verdict,
-    combine,
     decide,
     difference_estimate,
     mean_estimate,
@@ -34,58 +30,91 @@ from ...stats import (
     slope_estimate,
 )
 from ..base import Claim, Context
-from .analysis import PROTOCOLS, _r, _table, curve, finals, kept, protocols, series, view
+from .analysis import PREMISES, PROTOCOLS, _r, _table, curve, finals, kept, protocols, series, view
 from .lazy_claims import (
     AT_INIT_PREMISES,
     DEPTH_TRAINED_PREMISES,
+    LAZY_LIMIT_PREMISES,
     MECHANISM_AT_INIT,
+    TRAINED_SIDE,
+    WIDTH_FIT_PREMISES,
     WIDTH_PREMISES,
+    _has_depth_sweep,
     _he_vs_lecun_same_seed,
+    _multi,
+    _regime,
+    _sweeps,
     decide_depth_at_init,
-    decide_depth_trained,
-    decide_width,
     decide_width_moves,
+    depth_part,
+    depth_sweep_rows,
+    depth_sweeps,
+    depth_trained_rule,
     lecun_nonlazy,
+    location_evidence,
+    location_rule,
+    peak_part,
+    width_evidence,
+    width_peak_rule,
+    width_sweep_rows,
 )
+from .run import MIN_DEPTHS
 
-AT_INIT = "the same networks at initialisation"
-SWAP = "inits swapped (each init judged by the other's rule)"
+AT_INIT = "at-init"
+# populations of runs measured inside every point (Study(populations=...)): a control names one
+POPULATIONS = {AT_INIT: "the same networks at initialisation, before any training step (P at t = 0 in place of "
+                        "P trained)"}
 EARLY_PREMISES = ("early-window", "fd-linear")
-NONLAZY_PREMISES = ("equal-fit", "fd-linear")
+NONLAZY_PREMISES = ("plateau", "fd-linear")
+# nonlazy-width's range: Fig. 4(b)'s over-parameterised widths (the Thm 3 blocks' 16 and up), fixed
+# before its first run on this design; the narrower small-init networks are width-peak's control
+NONLAZY_MIN_WIDTH = 16
 KAPPA_PREMISES = ("over-parameterised",)
-# κ's growth exponent b in κ(t) ∝ t^b over the late constant-rate window, bands fixed before the
-# run from §5.2's words: He "almost a constant that does not change with time" (b near 0), the
-# non-lazy init "increases almost linearly over time" (b near 1); ±0.25 each, so the bands are
-# half a unit apart and a single exponent cannot sit in both.
-KAPPA_BANDS = {"he": (-0.25, 0.25), "small": (0.75, 1.25)}
+# κ's growth exponent b in κ(t) ∝ t^b, band fixed before the run from §5.2's words: the non-lazy init
+# "increases almost linearly over time" (b near 1, ±0.25). Declared window: the late constant-rate
+# half [T1/2, T1] (issue 35); its sensitivity: the whole constant-rate phase [2, T1] (across "window")
+KAPPA_BAND = (0.75, 1.25)
+KAPPA_WINDOWS = ("late half", "whole constant-rate phase")
 MIN_EARLY_WIDTHS = 3
+SMALL = {"init": "small"}
 
 SPECS = (
     cl.ClaimSpec("width-peak", premises=WIDTH_PREMISES, control=cl.ControlSpec(
-        AT_INIT, "E_W P at initialisation is flat in width for He and LeCun (closed form d k beta_L "
-                 "prod(m beta / 2) does not depend on m), so no interior peak exists there: a rule that finds "
-                 "one finds noise or the argmax's own selection bias"), min_points=MIN_EARLY_WIDTHS),
-    cl.ClaimSpec("width-peak-n-train", premises=WIDTH_PREMISES, control=cl.ControlSpec(
-        AT_INIT, "at initialisation the curve is flat in width, so where its maximum falls carries no "
-                 "information about the training-set size: the peak cannot move with n there")),
-    # a closed-form identity at t = 0 (LeCun halves P per layer): robustlab's own check, not the
-    # paper's statement about trained networks
+        SMALL, "the small-init (non-lazy) sweep over the same widths: Thm 3 and Fig. 4(b) have non-lazy two-layer "
+               "networks grow more robust with width monotonically, no phase transition, so the paired curve has "
+               "no interior maximum there (its P at init falls as m^(1-2 gamma), so D rises unless training "
+               "makes a peak)"), min_points=MIN_EARLY_WIDTHS),
+    # exploratory: its registered control (the same networks at initialisation, where the location is noise)
+    # reads inconclusive by construction, so it could never be a working control; no run of the grid has
+    # a setting where theory fixes the peak's place in depth
+    cl.ClaimSpec("width-peak-location", kind=cl.EXPLORATORY, premises=WIDTH_PREMISES),
+    cl.ClaimSpec("width-peak-lazy-limit", premises=LAZY_LIMIT_PREMISES, control=cl.ControlSpec(
+        SMALL, "the small-init networks trained by SGD (non-lazy, outside Thm 1): monotone in width by Thm 3 / "
+               "Fig. 4(b), no interior maximum; the linearised small init would keep the mechanism (a min-norm "
+               "solve peaks at the interpolation width at any init scale) and P at init is flat by construction")),
+    cl.ClaimSpec("width-peak-n-train", kind=cl.EXPLORATORY, premises=WIDTH_PREMISES),
     cl.ClaimSpec("depth-init-at-init", kind=cl.SELF_CHECK, premises=AT_INIT_PREMISES),
-    # its former control judged the same runs by the other init's rule (a complement, refused
-    # by the engine); until it is re-declared on other runs it has none, and cannot read reproduced
-    cl.ClaimSpec("depth-init-trained", premises=DEPTH_TRAINED_PREMISES),
+    cl.ClaimSpec("depth-init-trained-lecun", premises=DEPTH_TRAINED_PREMISES, control=cl.ControlSpec(
+        {"init": "he"}, "the He depth sweep: the paper has trained He networks grow less robust with depth "
+                        "(Thm 1, §5.4), so LeCun's rule (training makes the depth slope fall) must fail there")),
+    cl.ClaimSpec("depth-init-trained-he", premises=DEPTH_TRAINED_PREMISES, control=cl.ControlSpec(
+        {"init": "lecun"}, "the LeCun depth sweep: the paper has trained LeCun networks grow more robust with depth, "
+                           "so He's rule (training makes the depth slope rise) must fail there")),
+    cl.ClaimSpec("depth-init-trained-ntk", premises=DEPTH_TRAINED_PREMISES, control=cl.ControlSpec(
+        {"init": "lecun"}, "the LeCun depth sweep: the paper has trained LeCun networks grow more robust with depth, "
+                           "so NTK's rule (training makes the depth slope rise) must fail there")),
     cl.ClaimSpec("depth-lecun-nonlazy", kind=cl.EXPLORATORY, premises=("equal-fit", "fd-linear")),
     cl.ClaimSpec("nonlazy-width-early", premises=EARLY_PREMISES, control=cl.ControlSpec(
-        "He networks in Thm 3's own setting (init=he, output=single, the same window)",
-        "lazy (He) weights barely move in the first epoch, so P(epoch 1) / P(init) cannot fall with width "
-        "there: Thm 3's mechanism (weights condensing on few directions) needs the small init")),
+        {"init": "he"},
+        "He networks in Thm 3's own setting (one output, squared loss, the same window): lazy weights barely move "
+        "early, so P(early) / P(init) cannot fall with width there; Thm 3's condensation needs the small init")),
     cl.ClaimSpec("nonlazy-width", premises=NONLAZY_PREMISES, control=cl.ControlSpec(
-        AT_INIT, "no training regime has acted at t = 0; if the small init already falls with width and lies "
-                 "below He there (its P scales as m^(1-2 gamma) by construction), the rule measures the "
-                 "initial scale, not non-lazy training")),
-    # its former control ("bands swapped") judged the same runs by the complement of its rule,
-    # refused by the engine; none until it is re-declared on other runs
-    cl.ClaimSpec("kappa", premises=KAPPA_PREMISES),
+        {"init": "he"}, "the He (lazy) two-layer networks over the same widths: past the peak Thm 1 has lazy "
+                        "stability tend to a constant in width, so a rule for 'falls with width' must fail there")),
+    cl.ClaimSpec("kappa", premises=KAPPA_PREMISES, control=cl.ControlSpec(
+        {"init": "he"}, "He networks over the same widths: §5.2 has He's kappa almost constant in time (growth "
+                        "exponent near 0), outside the non-lazy band [0.75, 1.25]")),
+    cl.ClaimSpec("kappa-width", kind=cl.EXPLORATORY, premises=KAPPA_PREMISES),
     cl.ClaimSpec("mc-identity", kind=cl.SELF_CHECK),
 )
 _SPEC = {s.id: s for s in SPECS}
@@ -94,78 +123,210 @@ POPULATIONS = {AT_INIT: "the same networks before any training step",
                    "He-initialised networks trained in the same window as the small-init ones"}
 
 
-def _claim(cid: str, statement: str, where: str, verdict: Verdict, ev: dict, *, control: Verdict | None = None,
+def _claim(cid: str, statement: str, where: str, verdict: Verdict, ev: dict, *, control: cl.Control | None = None,
            excluded=(), variants: dict | None = None, across=None) -> Claim:
-    spec = _SPEC[cid]
-    ctl = cl.control_from(spec.control, control) if spec.control is not None and control is not None else None
-    return Claim(cid, statement, verdict, ev, WIDTH_DEPTH_INIT.cite(where), kind=spec.kind, control=ctl,
+    return Claim(cid, statement, verdict, ev, WIDTH_DEPTH_INIT.cite(where), kind=_SPEC[cid].kind, control=control,
                  excluded=excluded, variants=variants or None, across=across)
 
 
-def _at_fit_and_end(cid: str, statement: str, where: str, definition: str, f: pd.DataFrame,
-                    fn: Callable[[pd.DataFrame, str], tuple]) -> Claim:
-    """A claim decided at equal fit, with the end of the schedule as its own variant."""
-    if f.empty or "stability" not in f.columns:
-        return _claim(cid, statement, where, Verdict(INCONCLUSIVE, reason="no final results"),
-                      {"reason": "no final results"})
-    ps = protocols(f)
-    v, c, exc, ev = fn(f, ps[0])
-    out = {"definition": definition, "judged_on": PROTOCOLS[ps[0]], "parts": ev}
-    variants = {}
-    if "end" in ps[1:]:
-        ve, ce, exce, eve = fn(f, "end")
-        variants["end of schedule"] = ve
-        out["end_of_schedule"] = {"verdict": ve.verdict, "effect": ve.effect, "interval": ve.interval,
-                                  "control": ce.verdict, "excluded": [e.to_dict() for e in exce], "parts": eve}
-    return _claim(cid, statement, where, v, out, control=c, excluded=exc, variants=variants)
+def _no_results(cid: str, statement: str, where: str) -> Claim:
+    return _claim(cid, statement, where, Verdict(INCONCLUSIVE, reason="no final results"),
+                  {"reason": "no final results"})
+
+
+def _premise_objs(names) -> list[cl.Premise]:
+    return [PREMISES[n] for n in names]
+
+
+def _coverage(df: pd.DataFrame, premises: list[cl.Premise], *, axis: str, shape: str, min_distinct: int = 3,
+              min_span: float | None = 4.0) -> Verdict | None:
+    """``cl.coverage`` counted per network (``point`` x ``seed``)."""
+    return cl.coverage(df, premises, axis, shape=shape, min_distinct=min_distinct, min_span=min_span,
+                       unit=[u for u in ("point", "seed") if u in df.columns])
+
+
+def _same_networks(v: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``v`` (another moment's view) for the networks kept in ``k``."""
+    if k.empty:
+        return v.iloc[0:0]
+    return v[v.set_index(["point", "seed"]).index.isin(k.set_index(["point", "seed"]).index)]
+
+
+def _judged(cid: str, rule, rows: pd.DataFrame, control_rows: pd.DataFrame | None,
+            na: Verdict | None = None) -> tuple[Verdict, cl.Control | None]:
+    """``judge`` with an empty control frame read as "not in this run", and the coverage verdict
+    (``na``) standing in for the claim's own where the premises leave the axis undecidable."""
+    v, c = cl.judge(_SPEC[cid], rule, rows, control_rows if control_rows is not None and len(control_rows) else None)
+    return (na or v), c
 
 
 # ---------------------------------------------------------------------------------------
-# Thm 1 (the lazy regime)
+# Thm 1 (the lazy regime): width
+
+def _he_lecun(f: pd.DataFrame) -> pd.DataFrame:
+    return width_sweep_rows(_regime(_multi(f[f["init"].isin(["he", "lecun"])]), "sgd"))
+
+
+def _small_sweep(f: pd.DataFrame) -> pd.DataFrame:
+    return width_sweep_rows(_regime(_multi(f[(f["init"] == "small") & (f["depth"] == 2)]), "sgd"))
+
 
 def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    return _at_fit_and_end(
-        "width-peak", "Lazy regime, width: stability first rises then falls with width (an interior maximum) for "
-        "He and LeCun, among networks at equal fit that stayed lazy and are at least as wide as the class count",
-        "Thm 1, §5.3, Fig. 4(a)",
-        "per (init, depth, series) width sweep of the kept networks: log of the mean P over networks per width "
-        "(Def. 1; P = 0 kept), statistic min(peak - narrowest, peak - widest) at the interior maximum, percentile "
-        "bootstrap over networks within each width, above 0; every sweep (both inits, every depth, the 2-class "
-        "sweep) must hold", finals(df), decide_width)
+    cid, where = "width-peak", "Thm 1, §5.3, Fig. 4(a)"
+    statement = ("Lazy regime, width: stability first gets worse then better with width (an interior maximum), He "
+                 "and LeCun, every depth and class count, at the end of training on a loss plateau")
+    f = finals(df)
+    if f.empty or "stability" not in f.columns:
+        return _no_results(cid, statement, where)
+    hl = _he_lecun(f)
+    v = view(hl, "end")
+    k, exc = kept(v, WIDTH_PREMISES)
+    ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
+    na = _coverage(v, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak")
+    verdict, control = _judged(cid, width_peak_rule, k, ck, na)
+    parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
+    record = cl.across("sweep", parts, quantifier="all")[1] if parts else None
+    fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
+    variants = {"trained P only (not paired with init)": width_peak_rule(_unpaired(k))}
+    if len(fit):
+        variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit)
+    ev = {"definition": "per width sweep (init x depth x class set) of the networks on a loss plateau at the end: "
+                        "D(m) = log mean P(m) - log mean P_init(m) over the same networks; min(D(peak) - D(narrowest), "
+                        "D(peak) - D(widest)) at the interior maximum, percentile bootstrap over networks within each "
+                        "width (paired), above 0 in every sweep",
+          "judged_on": PROTOCOLS["end"], "parts": width_evidence(k), "control_parts": width_evidence(ck)}
+    return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
+                  across=record)
+
+
+def _unpaired(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows with P at init set to 1: the paired rule then reads the trained curve alone."""
+    return rows.assign(stability_init=1.0)
+
+
+def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    cid, where = "width-peak-location", "Thm 1 (remark), Fig. 4(a)"
+    statement = ("Exploratory: the stability peak moves to wider networks with depth (Thm 1's remark: the critical "
+                 "width is set by L); at initialisation, beside it, the same networks' location is noise")
+    f = finals(df)
+    if f.empty or "stability" not in f.columns:
+        return _no_results(cid, statement, where)
+    hl = _he_lecun(f)
+    v = view(hl, "end")
+    k, exc = kept(v, WIDTH_PREMISES)
+    ctl = _same_networks(view(hl, "init"), k)
+    na = _coverage(v, _premise_objs(WIDTH_PREMISES), axis="depth", shape="slope", min_distinct=MIN_DEPTHS,
+                   min_span=1.5)
+    verdict = na or location_rule(k)
+    ev = {"definition": "per (init, class set) swept in width at >= 3 depths: OLS slope on depth of log2 of the "
+                        "interior width of largest log mean P at the end (plateau premise), percentile bootstrap over "
+                        "networks, above 0; every series", "parts": location_evidence(k),
+          "at_init_parts": location_evidence(ctl)}
+    return _claim(cid, statement, where, verdict, ev, excluded=exc)
+
+
+def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    cid, where = "width-peak-lazy-limit", "Thm 1"
+    statement = ("Thm 1's own regime, exactly: the network linearised at initialisation and solved by min-norm least "
+                 "squares (kappa -> 0 at any width) is first less, then more stable as width grows (an interior "
+                 "maximum), at every class count and training-set size")
+    f = finals(df)
+    lz = _regime(_multi(f), "linearised") if len(f) else f
+    if lz.empty:
+        return _claim(cid, statement, where, not_applicable("not measured in this run: needs regime=linearised "
+                                                            "points (the quick preset and paper-lazy-limit run them)"),
+                      {})
+    k, exc = kept(view(lz, "end"), LAZY_LIMIT_PREMISES)
+    ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
+    verdict, control = _judged(cid, width_peak_rule, k, ck)
+    parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
+    ev = {"definition": "per (init, depth, class set, n_train) sweep of linearised solutions: the paired curve D(m) "
+                        "= log mean P_lin - log mean P_init and its interior maximum over both ends (width-peak's "
+                        "rule), above 0 in every sweep", "parts": width_evidence(k),
+          "table": _lazy_table(k)}
+    return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc,
+                  across=cl.across("sweep", parts, quantifier="all")[1] if parts else None)
+
+
+def _lazy_table(k: pd.DataFrame) -> dict:
+    out = {}
+    for n, s in _sweeps(k):
+        g = s.groupby("width")
+        out[n] = {int(m): {"P_lin": _r(x["stability"].mean()), "P_init": _r(x["stability_init"].mean()),
+                           "train_acc": _r(x["train_acc"].mean(), 3), "test_acc": _r(x["test_acc"].mean(), 3),
+                           "ntk_rank": _r(x["ntk_rank"].mean(), 4) if "ntk_rank" in x else None}
+                  for m, x in g}
+    return out
 
 
 def claim_width_moves(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    return _at_fit_and_end(
-        "width-peak-n-train", "Lazy regime, width: the stability peak moves to larger widths with a larger "
-        "training set (Thm 1 ties it to the passage from under- to over-parameterised)", "Thm 1, §5.3",
-        "log2 of the interior width of largest log mean P at the largest training-set size minus at the smallest "
-        "(bootstrap over networks), above 0; the expected move is log2 of the ratio of sizes", finals(df),
-        decide_width_moves)
+    cid = "width-peak-n-train"
+    statement = ("Exploratory: the stability peak moves to larger widths with a larger training set (the abstract's "
+                 "gloss of Thm 1; never a condition on width-peak)")
+    f = finals(df)
+    if f.empty or "stability" not in f.columns:
+        return _no_results(cid, statement, "Thm 1, §5.3")
+    v, exc, ev = decide_width_moves(f, "end")
+    return _claim(cid, statement, "Thm 1, §5.3", v,
+                  {"definition": "log2 of the interior width of largest log mean P at the largest training-set size "
+                                 "minus at the smallest (bootstrap over networks), above 0; SGD at the end (plateau) "
+                                 "and the linearised solutions", "parts": ev}, excluded=exc)
 
+
+# ---------------------------------------------------------------------------------------
+# depth
 
 def claim_depth_at_init(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    statement = ("Depth at initialisation (Thm 1's premise holds exactly): log E_W P falls by about ln 1/2 per layer "
-                 "for LeCun and is flat for He and NTK (the exact expectation; the paper's He/NTK rise is its "
-                 "bound's)")
+    statement = ("Self-check: at initialisation log E_W P falls by ln 1/2 per layer for LeCun and is flat for He and "
+                 "NTK (the closed form's identity)")
     f = finals(df)
     if f.empty or "stability_init" not in f.columns:
-        return _claim("depth-init-at-init", statement, "Thm 1", Verdict(INCONCLUSIVE, reason="no final results"),
-                      {"reason": "no final results"})
-    v, c, exc, ev = decide_depth_at_init(f)
+        return _no_results("depth-init-at-init", statement, "Thm 1")
+    v, exc, ev = decide_depth_at_init(f)
     out = {"definition": "networks at t = 0 (each trained network's own and its init_draws extra draws): OLS slope "
                          "on L of log of the mean P per depth, percentile bootstrap over networks within each depth; "
                          "LeCun inside ln(1/2) +- 0.15, He and NTK inside 0 +- 0.15, at every width with >= 3 depths",
            "mechanism": MECHANISM_AT_INIT, "parts": ev, "he_vs_lecun_same_seed": _he_vs_lecun_same_seed(f)}
-    return _claim("depth-init-at-init", statement, "Thm 1", v, out, control=c, excluded=exc)
+    return _claim("depth-init-at-init", statement, "Thm 1", v, out, excluded=exc)
 
 
-def claim_depth_trained(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    return _at_fit_and_end(
-        "depth-init-trained", "Depth after training, networks that stayed lazy (Thm 1, §5.4): with LeCun init "
-        "stability falls with depth; with He and NTK it rises", "Thm 1, §5.4, Fig. 5, App. E.6",
-        "kept networks (equal fit, kappa <= the lazy bound, finite difference within tolerance): slope of log of "
-        "the mean P per depth, on L for LeCun (below 0), on log L for He and NTK (above 0), percentile bootstrap "
-        "over networks within each depth, at every width with >= 3 depths", finals(df), decide_depth_trained)
+_DEPTH_CONTROL = {"lecun": "he", "he": "lecun", "ntk": "lecun"}
+_DEPTH_WORDS = {"lecun": "falls (deeper is more robust)", "he": "rises (deeper is less robust)",
+                "ntk": "rises (deeper is less robust)"}
+
+
+def claim_depth_trained(df: pd.DataFrame, init: str, ctx: Context | None = None) -> Claim:
+    cid, where = f"depth-init-trained-{init}", "Thm 1, §5.4, Fig. 5, App. E.6"
+    statement = (f"Depth after training, {init}: training makes log E P's slope on depth {_DEPTH_WORDS[init]} "
+                 "relative to the same networks at initialisation")
+    f = finals(df)
+    if f.empty or "stability" not in f.columns:
+        return _no_results(cid, statement, where)
+    d = depth_sweep_rows(_regime(_multi(f[f["init"].isin(list(TRAINED_SIDE))]), "sgd"))
+    rule = depth_trained_rule(TRAINED_SIDE[init])
+
+    def at(protocol: str) -> tuple[Verdict, cl.Control | None, list, pd.DataFrame]:
+        v = view(d, protocol)
+        k, exc = kept(v, DEPTH_TRAINED_PREMISES)
+        mine, other = k[k["init"] == init], k[k["init"] == _DEPTH_CONTROL[init]]
+        na = _coverage(v[v["init"] == init], _premise_objs(DEPTH_TRAINED_PREMISES), axis="depth",
+                      shape="slope", min_distinct=MIN_DEPTHS, min_span=2.0) if len(v[v["init"] == init]) else None
+        if not len(v[v["init"] == init]) or not _has_depth_sweep(v[v["init"] == init]):
+            na = not_applicable(f"not measured in this run: needs a width with >= {MIN_DEPTHS} depths "
+                                "(paper-depth runs it)")
+        verdict, control = _judged(cid, rule, mine, other, na)
+        return verdict, control, exc, mine
+    ps = protocols(f)
+    verdict, control, exc, mine = at(ps[0])
+    variants = {"end of schedule": at("end")[0]} if "end" in ps[1:] else None
+    ev = {"definition": "networks at equal fit (first epoch at target_acc), finite difference within tolerance: "
+                        "slope on L of log mean P trained minus that of the same networks at initialisation "
+                        f"(paired percentile bootstrap over networks within each depth), {TRAINED_SIDE[init]} 0 at "
+                        "every width swept in depth; max_layer_change: the largest per-layer relative weight change "
+                        "at the end (no lazy premise: the paper counts He/LeCun lazy by their initialisation)",
+          "judged_on": PROTOCOLS[ps[0]], "parts": {n: depth_part(s, TRAINED_SIDE[init], n)[1]
+                                                   for n, s in depth_sweeps(mine)}}
+    return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants)
 
 
 def claim_lecun_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -174,7 +335,7 @@ def claim_lecun_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                  "lazy bound), outside Thm 1, with how far training moved P from initialisation")
     if f.empty or "stability_at_target" not in f.columns:
         return _claim("depth-lecun-nonlazy", statement, "§5.4", not_applicable("no results at equal fit"), {})
-    v, exc, ev = lecun_nonlazy(f)
+    v, exc, ev = lecun_nonlazy(_regime(f, "sgd"))
     return _claim("depth-lecun-nonlazy", statement, "§5.4", v,
                   {"definition": "slope on L of log mean P over LeCun networks at equal fit with kappa above the "
                                  "lazy bound, below 0 as the paper's LeCun trend; log10 P_trained / P_init per depth "
@@ -199,80 +360,98 @@ def _early_part(sub: pd.DataFrame, name: str) -> tuple[Verdict, dict]:
                             for m, g in sub.groupby("width")}}
 
 
-def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    """Thm 3 on measured dynamics: two-layer, one output, squared loss, early in training.
+def early_rule(rows: pd.DataFrame) -> Verdict:
+    """nonlazy-width-early's rule: the slope on log m of log(P(early) / P(init)) below 0, at every
+    gamma of the rows (``across``: the exponent is the paper's lost symbol)."""
+    per: dict = {}
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        for label, sub in series(rows, init):
+            per[float(sub["gamma"].iloc[0]) if init == "small" else f"{init}{label}"] = _early_part(sub, init + label)[0]
+    if not per:
+        return not_applicable("no network meets the premises")
+    return cl.across("gamma", per, quantifier="all")[0]
 
-    The slope on log m of log(P(epoch early_epoch) / P(init)) per network (Def. 3) must lie below
-    0 for the small init: what the first epoch of training did, not the init's own m^(1−2γ);
-    decided at every γ of the grid (the exponent is the paper's lost symbol: ``across``)."""
+
+def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    """Thm 3 on measured dynamics: two-layer, one output, squared loss, early in training."""
+    cid = "nonlazy-width-early"
     statement = ("Non-lazy width, early training (Thm 3: squared loss, small init): the first epoch of training "
                  "makes stability fall with width (beyond the initial scale), at every gamma")
     f = finals(df)
     ok = len(f) and "stability_early" in f.columns and "output" in f.columns
     s = f[(f["depth"] == 2) & (f["output"] == "single") & f["stability_early"].notna()] if ok else f.iloc[0:0]
-    if s.empty:
-        return _claim("nonlazy-width-early", statement, "Thm 3",
-                      not_applicable("Thm 3's premise (an early-training window under the squared loss) is not "
-                                     "measured"), {"reason": "no output=single, depth-2 runs with early_epoch > 0"})
-    k, exc = kept(view(s, "early"), EARLY_PREMISES)
+    if s.empty or not (s["init"] == "small").any():
+        return _claim(cid, statement, "Thm 3",
+                      not_applicable("not measured in this run: Thm 3's premise (an early-training window under "
+                                     "the squared loss) needs output=single small-init runs"),
+                      {"reason": "no output=single, depth-2 runs with early_epoch > 0"})
+    v = view(s, "early")
+    k, exc = kept(v, EARLY_PREMISES)
+    small, he = k[k["init"] == "small"], k[k["init"] == "he"]
+    na = _coverage(v[v["init"] == "small"], _premise_objs(EARLY_PREMISES), axis="width", shape="slope",
+                  min_distinct=MIN_EARLY_WIDTHS, min_span=4.0)
+    verdict, control = _judged(cid, early_rule, small, he, na)
+    per = {float(x["gamma"].iloc[0]): _early_part(x, "small")[0] for _, x in series(small, "small")}
     ev: dict = {"definition": "per network P(epoch early_epoch) / P(init) (Def. 3: no expectation over W), the OLS "
                               "slope of its log on log m with a 95% t interval below 0, per gamma; the slope of log "
-                              "P(init) is 1 - 2 gamma by construction, which is why P(early) alone is not judged"}
-    per: dict = {}
-    for label, sub in series(k, "small"):
-        g = float(sub["gamma"].iloc[0])
-        per[g], ev[f"small{label}"] = _early_part(sub, f"small{label}")
-    if not per:
-        v, across = cl.too_few(k, 1, exc, what="small-init networks") or not_applicable("no small init"), None
-    else:
-        v, across = cl.across("gamma", per)
-    he = k[k["init"] == "he"]
-    ctl = _early_part(he, "he")[0] if len(he) else not_applicable("no He run in Thm 3's setting")
-    ev["control_he"] = ctl.to_dict()
-    # the same rule on every network with eps in the linear range, fitted or not at epoch 1: reported
-    # beside (an easy two-class task reaches the target accuracy within the first epoch)
-    loose = kept(view(s, "early"), ("fd-linear",))[0]
-    every = {float(x["gamma"].iloc[0]): _early_part(x, "small")[0] for _, x in series(loose, "small")}
-    variants = {"without the early-window premise": cl.across("gamma", every)[0]} if every else None
-    ev["without_early_window"] = {str(g): x.to_dict() for g, x in every.items()}
-    he_all = loose[loose["init"] == "he"]
-    if len(he_all):
-        ev["control_he_without_early_window"] = _early_part(he_all, "he")[0].to_dict()
-    return _claim("nonlazy-width-early", statement, "Thm 3", v, ev, control=ctl, excluded=exc, across=across,
-                  variants=variants)
+                              "P(init) is 1 - 2 gamma by construction, which is why P(early) alone is not judged",
+                **{f"small[gamma={g}]": _early_part(x, "small")[1] for _, x in series(small, "small")
+                   for g in [float(x["gamma"].iloc[0])]}}
+    loose = kept(v, ("fd-linear",))[0]
+    variants = {"without the early-window premise": early_rule(loose[loose["init"] == "small"])} \
+        if (loose["init"] == "small").any() else None
+    return _claim(cid, statement, "Thm 3", verdict, ev, control=control, excluded=exc, variants=variants,
+                  across=cl.across("gamma", per, quantifier="all")[1] if per else None)
 
 
-# What makes a non-lazy run and a He run comparable: the same data, training budget and loss.
-_PAIRING_FIELDS = ("dataset", "data_dir", "classes", "size", "sphere", "n_train", "n_test", "epochs", "batch_size",
-                   "output")
+def nonlazy_rule(rows: pd.DataFrame) -> Verdict:
+    """nonlazy-width's rule: the OLS slope of log P (Def. 3, per network) on log m below 0, in every
+    series of the rows."""
+    parts = {}
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        for label, sub in series(rows, init):
+            ws = sorted(int(m) for m in sub["width"].unique())
+            cond = Condition(">= 3 widths", len(ws) >= 3, f"widths kept {ws}")
+            est = slope_estimate(sub["width"], sub["stability"], log_x=True, log_y=True) if len(ws) >= 2 else None
+            parts[f"{init}{label}"] = decide(est, threshold=0.0, side="below", conditions=[cond],
+                                             reason=f"{init}{label}: slope of log P on log m")
+    if not parts:
+        return not_applicable("no network meets the premises")
+    return cl.across("series", parts, quantifier="all")[0]
 
 
-def _same_setting(a: pd.DataFrame, b: pd.DataFrame) -> bool:
-    return all(set(a[k].astype(str)) == set(b[k].astype(str))
-               for k in _PAIRING_FIELDS if k in a.columns and k in b.columns)
+def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    cid = "nonlazy-width"
+    statement = ("Non-lazy two-layer networks after training (Fig. 4b): stability falls with width (no phase "
+                 "transition)")
+    f = finals(df)
+    if f.empty or "stability" not in f.columns:
+        return _no_results(cid, statement, "Fig. 4(b)")
+    two = width_sweep_rows(_regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["small", "he"])]), "sgd"))
+    if "classes" in two.columns and (two["init"] == "small").any():  # He on the small init's data only
+        two = two[two["classes"].astype(str).isin(set(two.loc[two["init"] == "small", "classes"].astype(str)))]
+    two = two[pd.to_numeric(two["width"]) >= NONLAZY_MIN_WIDTH]
+    if not _both_inits(two):
+        return _claim(cid, statement, "Fig. 4(b)", not_applicable(NOT_MEASURED_NONLAZY), {})
+    v = view(two, "end")
+    k, exc = kept(v, NONLAZY_PREMISES)
+    small, he = k[k["init"] == "small"], k[k["init"] == "he"]
+    na = _coverage(v[v["init"] == "small"], _premise_objs(NONLAZY_PREMISES), axis="width", shape="slope")
+    verdict, control = _judged(cid, nonlazy_rule, small, he, na)
+    ev = {"definition": f"depth 2, cross-entropy, widths >= {NONLAZY_MIN_WIDTH}, at the end on a loss plateau "
+                        "(finite difference within tolerance): OLS slope of log P on log m below 0",
+          "curve_small": _table(curve(small, "width")), "curve_he": _table(curve(he, "width"))}
+    common = sorted({int(m) for m in small["width"]} & {int(m) for m in he["width"]})
+    if common:
+        per_seed = lambda x: np.log(x[x["width"].isin(common)]["stability"]).groupby(x[x["width"].isin(common)]["seed"]).mean()  # noqa: E731
+        ev["log_P_small_minus_he"] = decide(difference_estimate(per_seed(small), per_seed(he)), threshold=0.0,
+                                            side="below", reason="evidence: below He over common widths").to_dict()
+    return _claim(cid, statement, "Fig. 4(b)", verdict, ev, control=control, excluded=exc)
 
 
 def _same_output_as_he(f: pd.DataFrame) -> pd.DataFrame:
     """The cross-entropy rows (Fig. 4b and κ are on those; the squared-loss rows are Thm 3's)."""
     return f[f["output"] == "multi"] if "output" in f.columns else f
-
-
-def _nonlazy_pair(small: pd.DataFrame, he: pd.DataFrame, name: str) -> tuple[list[Verdict], dict]:
-    ws = sorted(int(m) for m in small["width"].unique())
-    cond = Condition(">= 3 widths", len(ws) >= 3, f"small-init widths kept {ws}")
-    slope = decide(slope_estimate(small["width"], small["stability"], log_x=True, log_y=True) if len(ws) >= 2
-                   else None, threshold=0.0, side="below", conditions=[cond], reason=f"{name}: slope of log P on log m")
-    common = sorted(set(ws) & {int(m) for m in he["width"].unique()})
-    cond2 = Condition(">= 3 common widths", len(common) >= 3, f"widths where both inits kept networks: {common}")
-
-    def per_seed(x: pd.DataFrame) -> pd.Series:
-        x = x[x["width"].isin(common)]
-        return np.log(x["stability"]).groupby(x["seed"]).mean() if len(x) else pd.Series(dtype=float)
-    below = decide(difference_estimate(per_seed(small), per_seed(he)) if common else None, threshold=0.0,
-                   side="below", conditions=[cond2], reason=f"{name}: log(P_small / P_he) over common widths")
-    return [slope, below], {"slope": slope.to_dict(), "below_he": {**below.to_dict(), "widths": common},
-                            "curve_small": _table(curve(small, "width")),
-                            "curve_he": _table(curve(he, "width")) if len(he) else None}
 
 
 NOT_MEASURED_NONLAZY = ("not measured in this run: needs He and small-init (non-lazy) networks at depth 2 "
@@ -284,111 +463,116 @@ def _both_inits(two: pd.DataFrame) -> bool:
     return {"he", "small"} <= set(two["init"])
 
 
-def decide_nonlazy(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
-    two = _same_output_as_he(f[(f["depth"] == 2) & f["init"].isin(["small", "he"])])
-    k, exc = kept(view(two, protocol), NONLAZY_PREMISES)
-    init = view(two, "init")
-    init = init[init.set_index(["point", "seed"]).index.isin(k.set_index(["point", "seed"]).index)]
-    parts, ctls, ev = [], [], {}
-    for ls, small in series(k, "small"):
-        for lh, he in series(k, "he") or [("", k.iloc[0:0])]:
-            if len(he) and not _same_setting(small, he):
-                continue
-            name = f"small{ls}_vs_he{lh}"
-            p, e = _nonlazy_pair(small, he, name)
-            pick = lambda x: init[init.set_index(["point", "seed"]).index.isin(  # noqa: E731
-                x.set_index(["point", "seed"]).index)]
-            c, _ = _nonlazy_pair(pick(small), pick(he), name + " at init")
-            parts += p
-            ctls.append(combine(c))
-            ev[name] = {**e, "control_at_init": combine(c).to_dict()}
-    if not parts:
-        na = (cl.too_few(k, None, exc, what="networks") if _both_inits(two)
-              else not_applicable(NOT_MEASURED_NONLAZY))
-        return na, na, exc, ev
-    return combine(parts), combine(ctls), exc, ev
-
-
-def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    return _at_fit_and_end(
-        "nonlazy-width", "Non-lazy two-layer networks after training (Fig. 4b): at equal fit, stability falls "
-        "with width and lies below the lazy (He) network at the same width", "Fig. 4(b)",
-        "depth 2, cross-entropy, kept networks (equal fit, finite difference within tolerance): (i) the OLS slope "
-        "of log P (Def. 3, per network) on log m for the small init below 0; (ii) the per-seed mean over common "
-        "widths of log P_small minus that of log P_he (Welch interval) below 0", finals(df), decide_nonlazy)
-
-
 # ---------------------------------------------------------------------------------------
 # κ (§5.2)
 
-def growth_exponent(trace: pd.DataFrame, decay_start: int) -> dict:
+def growth_exponent(trace: pd.DataFrame, decay_start: int, start: int | None = None) -> dict:
     """Log–log growth exponent ``b`` of κ(t) ∝ t^b (the mean over the rows at each epoch) over the
-    late constant-rate window ``[T₁/2, T₁]`` with ``T₁ = decay_start`` (the last epoch when the
-    rate never decays): past the first transient, before a decay slows every curve down."""
+    constant-rate window ``[start, T₁]`` with ``T₁ = decay_start`` (the last epoch when the rate
+    never decays); ``start`` defaults to ``T₁/2`` (the declared late window: past the first
+    transient, before a decay slows every curve down)."""
     k = trace.groupby("epoch")["kappa"].mean().sort_index()
     last = int(k.index.max())
     T1 = int(decay_start) if 0 < decay_start <= last else last
-    win = k[(k.index >= max(1, T1 // 2)) & (k.index <= T1)]
+    lo = max(1, T1 // 2) if start is None else start
+    win = k[(k.index >= lo) & (k.index <= T1)]
     if len(win) < 2 or (win <= 0).any():
-        return {"exponent": None, "window": [max(1, T1 // 2), T1]}
+        return {"exponent": None, "window": [lo, T1]}
     est = slope_estimate(win.index.to_numpy(float), win.to_numpy(float), log_x=True, log_y=True)
     return {"exponent": _r(est.value, 3), "window": [int(win.index.min()), int(win.index.max())],
             "kappa_start": _r(win.iloc[0]), "kappa_end": _r(win.iloc[-1])}
 
 
-def _seed_exponents(ep: pd.DataFrame, widths: list[int]) -> pd.Series:
-    """Per seed, the mean over ``widths`` of its own κ(t) growth exponent."""
+def _seed_exponents(ep: pd.DataFrame, start: int | None) -> pd.Series:
+    """Per seed, the mean over its widths of its own κ(t) growth exponent."""
     per: dict[int, list[float]] = {}
-    for (_m, s), tr in ep[ep["width"].isin(widths)].groupby(["width", "seed"]):
-        b = growth_exponent(tr, int(tr["decay_start"].iloc[0]))["exponent"]
+    for (_m, s), tr in ep.groupby(["width", "seed"]):
+        b = growth_exponent(tr, int(tr["decay_start"].iloc[0]), start)["exponent"]
         if b is not None:
             per.setdefault(int(s), []).append(b)
     return pd.Series({s: float(np.mean(b)) for s, b in per.items()}, dtype=float)
 
 
-def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    statement = ("kappa: nearly constant in time (growth exponent near 0) and falling with width for He; growing "
-                 "about linearly in time (exponent near 1) and an order of magnitude larger for the non-lazy init")
-    ev: dict = {"definition": "depth 2, cross-entropy, widths >= the number of training points: per seed the growth "
-                              "exponent b of kappa(t) ~ t^b over the late constant-rate window (mean over widths); "
-                              f"He's mean b inside {KAPPA_BANDS['he']}, the non-lazy one inside "
-                              f"{KAPPA_BANDS['small']} (t intervals); He's final kappa falls with width (OLS slope "
-                              "of log kappa on log m below 0); log10 kappa_small / kappa_he above 1"}
+def _kappa_window(start: int | None) -> Callable[[pd.DataFrame], Verdict]:
+    def rule(ep: pd.DataFrame) -> Verdict:
+        parts = {}
+        for init in sorted(ep["init"].unique()) if len(ep) else []:
+            sub = ep[ep["init"] == init]
+            ws = sorted(int(m) for m in sub["width"].unique())
+            cond = Condition(">= 3 over-parameterised widths", len(ws) >= 3, f"widths {ws}")
+            b = _seed_exponents(sub, start)
+            parts[init] = decide(mean_estimate(b) if len(b) else None, threshold=KAPPA_BAND, side="inside",
+                                 conditions=[cond], reason=f"{init}: growth exponent of kappa(t)")
+        return cl.across("init", parts, quantifier="all")[0] if parts else not_applicable("no kappa trace kept")
+    return rule
+
+
+def kappa_rule(ep: pd.DataFrame) -> Verdict:
+    """kappa's rule on the epoch rows of the kept networks: the growth exponent of κ(t) inside the
+    non-lazy band, in the declared window and in the whole constant-rate phase (``across``)."""
+    return cl.across("window", {KAPPA_WINDOWS[0]: _kappa_window(None)(ep), KAPPA_WINDOWS[1]: _kappa_window(2)(ep)},
+                  quantifier="all")[0]
+
+
+def _kappa_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[cl.Exclusion], pd.DataFrame]:
     f = finals(df)
-    if f.empty or "kappa" not in f.columns:
-        return _claim("kappa", statement, "§5.2, Figs. 2-3", Verdict(INCONCLUSIVE, reason="no results"), ev)
-    two = _same_output_as_he(f[(f["depth"] == 2) & f["init"].isin(["he", "small"])])
+    two = width_sweep_rows(_regime(_multi(f[(f["depth"] == 2) & f["init"].isin(["he", "small"])]), "sgd"))
+    if "classes" in two.columns and (two["init"] == "small").any():  # He on the small init's data only
+        two = two[two["classes"].astype(str).isin(set(two.loc[two["init"] == "small", "classes"].astype(str)))]
     k, exc = kept(view(two, "end"), KAPPA_PREMISES)
-    ep = df[(df["kind"] == "epoch") & df["point"].isin(k["point"])] if "point" in df.columns else df.iloc[0:0]
-    parts, ctls = [], []
-    for lh, he in series(k, "he"):
-        for ls, small in series(k, "small"):
-            if not _same_setting(small, he):
-                continue
-            common = sorted({int(m) for m in he["width"]} & {int(m) for m in small["width"]})
-            cond = Condition(">= 3 over-parameterised widths", len(common) >= 3, f"common widths {common}")
-            b = {i: _seed_exponents(ep[ep["point"].isin(x["point"])], common) for i, x in (("he", he), ("small", small))}
-            name = f"small{ls}_vs_he{lh}"
-            for i, o in (("he", "small"), ("small", "he")):
-                parts.append(decide(mean_estimate(b[i]) if len(b[i]) else None, threshold=KAPPA_BANDS[i],
-                                    side="inside", conditions=[cond], reason=f"{name}: {i} growth exponent"))
-                ctls.append(decide(mean_estimate(b[i]) if len(b[i]) else None, threshold=KAPPA_BANDS[o],
-                                   side="inside", conditions=[cond], reason=f"{name}: {i} exponent in {o}'s band"))
-                ev[f"{name}_{i}_exponent"] = {**parts[-1].to_dict(), "per_seed": {int(s): _r(x, 3) for s, x in b[i].items()}}
-            over = he[he["width"].isin(common)]
-            falls = decide(slope_estimate(over["width"], over["kappa"], log_x=True, log_y=True) if len(common) >= 2
-                           else None, threshold=0.0, side="below", conditions=[cond], reason=f"he{lh}: kappa vs width")
-            lk = lambda x, common=common: np.log10(x[x["width"].isin(common)].pivot_table(  # noqa: E731
-                index="seed", columns="width", values="kappa")).mean(axis=1)
-            larger = decide(difference_estimate(lk(small), lk(he)) if common else None, threshold=1.0, side="above",
-                            conditions=[cond], reason=f"{name}: log10 kappa_small / kappa_he")
-            parts += [falls, larger]
-            ev[f"he{lh}_vs_width"], ev[f"{name}_far_larger"] = falls.to_dict(), larger.to_dict()
-    if not parts:
-        v = cl.too_few(k, None, exc, what="networks") if _both_inits(two) else not_applicable(NOT_MEASURED_NONLAZY)
-        return _claim("kappa", statement, "§5.2, Figs. 2-3", v, ev, control=v, excluded=exc)
-    # the control holds only if every swapped band passes: combine its parts as one statement
-    return _claim("kappa", statement, "§5.2, Figs. 2-3", combine(parts), ev, control=combine(ctls), excluded=exc)
+    ep = df[(df["kind"] == "epoch")] if "point" in df.columns else df.iloc[0:0]
+    ep = _same_networks(ep, k) if len(ep) else ep
+    return two, k, exc, ep
+
+
+def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    cid = "kappa"
+    statement = "kappa: the non-lazy init's kappa(t) grows about linearly in time (growth exponent near 1)"
+    ev: dict = {"definition": "depth 2, cross-entropy, widths >= the number of training points: per seed the growth "
+                              "exponent b of kappa(t) ~ t^b (mean over widths), inside "
+                              f"{KAPPA_BAND} (t interval over seeds), in the declared window [decay_start/2, "
+                              "decay_start] and in [2, decay_start] (across window)"}
+    if "kind" not in df.columns or finals(df).empty or "kappa" not in finals(df).columns:
+        return _claim(cid, statement, "§5.2, Figs. 2-3", Verdict(INCONCLUSIVE, reason="no results"), ev)
+    two, k, exc, ep = _kappa_rows(df)
+    if not _both_inits(two):
+        return _claim(cid, statement, "§5.2, Figs. 2-3", not_applicable(NOT_MEASURED_NONLAZY), ev, excluded=exc)
+    small, he = ep[ep["init"] == "small"], ep[ep["init"] == "he"]
+    verdict, control = _judged(cid, kappa_rule, small, he)
+    for init, e in (("small", small), ("he", he)):
+        ev[f"{init}_exponent"] = {w: _kappa_window(st)(e).to_dict() for w, st in zip(KAPPA_WINDOWS, (None, 2))}
+    return _claim(cid, statement, "§5.2, Figs. 2-3", verdict, ev, control=control, excluded=exc)
+
+
+def kappa_width_rule(rows: pd.DataFrame) -> Verdict:
+    parts = {}
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        sub = rows[rows["init"] == init]
+        ws = sorted(int(m) for m in sub["width"].unique())
+        cond = Condition(">= 3 over-parameterised widths", len(ws) >= 3, f"widths {ws}")
+        est = slope_estimate(sub["width"], sub["kappa"], log_x=True, log_y=True) if len(ws) >= 2 else None
+        parts[init] = decide(est, threshold=0.0, side="below", conditions=[cond],
+                             reason=f"{init}: slope of log kappa_end on log m")
+    return cl.across("init", parts, quantifier="all")[0] if parts else not_applicable("no network kept")
+
+
+def claim_kappa_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
+    cid = "kappa-width"
+    statement = "Exploratory: kappa at the end falls with width for both the lazy (He) and the non-lazy init (§5.2)"
+    if "kind" not in df.columns or finals(df).empty or "kappa" not in finals(df).columns:
+        return _claim(cid, statement, "§5.2", Verdict(INCONCLUSIVE, reason="no results"), {})
+    two, k, exc, _ = _kappa_rows(df)
+    if not _both_inits(two):
+        return _claim(cid, statement, "§5.2", not_applicable(NOT_MEASURED_NONLAZY), {}, excluded=exc)
+    parts = {}
+    for init in ("he", "small"):
+        parts[init] = kappa_width_rule(k[k["init"] == init])
+    v, record = cl.across("init", parts, quantifier="all")
+    ev = {"definition": "depth 2, widths >= n_train: OLS slope of log kappa at the end on log m, below 0 for He and "
+                        "for the small init; exploratory: no setting here where theory has kappa not fall with width",
+          "kappa_by_width": {i: {int(m): _r(g["kappa"].mean(), 3) for m, g in k[k["init"] == i].groupby("width")}
+                             for i in ("he", "small")}}
+    return _claim(cid, statement, "§5.2", v, ev, excluded=exc, across=record)
 
 
 # ---------------------------------------------------------------------------------------
@@ -426,28 +610,15 @@ def claim_mc(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
 
 # ---------------------------------------------------------------------------------------
 
-def _conditional_on_move(peak: Claim, moves: Claim) -> Claim:
-    """width-peak is the paper's only if the peak moves with n: a reproduced peak whose move was
-    measured and did not reproduce becomes inconclusive, naming it."""
-    mv = moves.decision.verdict
-    if peak.decision.verdict != REPRODUCED or mv in (REPRODUCED, NOT_APPLICABLE):
-        if mv == NOT_APPLICABLE and peak.decision.verdict == REPRODUCED:
-            peak.evidence["conditional_on"] = "width-peak-n-train was not measured in this run (one training-set size)"
-        return peak
-    why = (f"the peak does not move with the training-set size (width-peak-n-train {mv}), so it is not shown to be "
-           "the passage from under- to over-parameterisation")
-    v = dataclasses.replace(peak.decision, verdict=INCONCLUSIVE, seeds_needed=None,
-                            reason="; ".join(x for x in (why, peak.decision.reason) if x))
-    return dataclasses.replace(peak, verdict=v)
-
-
 def claims(df: pd.DataFrame, ctx: Context | None) -> list[Claim]:
-    peak, moves = claim_width(df, ctx), claim_width_moves(df, ctx)
-    return [_conditional_on_move(peak, moves), moves, claim_depth_at_init(df, ctx), claim_depth_trained(df, ctx),
+    return [claim_width(df, ctx), claim_width_location(df, ctx), claim_width_lazy_limit(df, ctx),
+            claim_width_moves(df, ctx), claim_depth_at_init(df, ctx),
+            *(claim_depth_trained(df, init, ctx) for init in ("lecun", "he", "ntk")),
             claim_lecun_nonlazy(df, ctx), claim_nonlazy_early(df, ctx), claim_nonlazy(df, ctx), claim_kappa(df, ctx),
-            claim_mc(df, ctx)]
+            claim_kappa_width(df, ctx), claim_mc(df, ctx)]
 
 
-__all__ = ["SPECS", "claims", "claim_width", "claim_width_moves", "claim_depth_at_init", "claim_depth_trained",
-           "claim_lecun_nonlazy", "claim_nonlazy_early", "claim_nonlazy", "claim_kappa", "claim_mc",
+__all__ = ["SPECS", "POPULATIONS", "claims", "claim_width", "claim_width_location", "claim_width_lazy_limit",
+           "claim_width_moves", "claim_depth_at_init", "claim_depth_trained", "claim_lecun_nonlazy",
+           "claim_nonlazy_early", "claim_nonlazy", "claim_kappa", "claim_kappa_width", "claim_mc",
            "growth_exponent", "CONTRADICTED"]

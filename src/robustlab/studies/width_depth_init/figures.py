@@ -220,10 +220,11 @@ def _early_figure(f: pd.DataFrame, ctx: Context) -> Figure | None:
 
 
 # which claims each figure shows (its caption ends with their measured verdicts)
-FIGURE_CLAIMS = {"stability_vs_width": ("width-peak", "width-peak-n-train"),
-                 "stability_vs_depth": ("depth-init-at-init", "depth-init-trained", "depth-lecun-nonlazy"),
+FIGURE_CLAIMS = {"stability_vs_width": ("width-peak", "width-peak-location", "width-peak-n-train"),
+                 "stability_vs_depth": ("depth-init-at-init", "depth-init-trained-lecun", "depth-init-trained-he",
+                                        "depth-init-trained-ntk", "depth-lecun-nonlazy"),
                  "lazy_vs_nonlazy": ("nonlazy-width",), "nonlazy_early": ("nonlazy-width-early",),
-                 "kappa": ("kappa",)}
+                 "kappa": ("kappa", "kappa-width")}
 
 
 def _measured(fig: Figure, by_id: dict[str, Claim]) -> Figure:
@@ -246,6 +247,8 @@ def _measured(fig: Figure, by_id: dict[str, Claim]) -> Figure:
 
 def figures(df: pd.DataFrame, ctx: Context) -> list[Figure]:
     f = finals(df)
+    if "regime" in f.columns:  # the linearised solutions are the lazy-limit claim's table, not drawn here
+        f = f[f["regime"].fillna("sgd") == "sgd"]
     if f.empty:
         return []
     out: list[Figure | None] = []

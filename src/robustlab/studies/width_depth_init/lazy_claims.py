@@ -10,6 +10,7 @@ counted per network); its control applies the same rule where the effect is abse
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -23,9 +24,11 @@ from .analysis import (
     _r,
     _table,
     boot_estimate,
+    boot_paired,
     curve,
     groups_by,
     kept,
+    log_means,
     peak_stat,
     peak_width,
     series,
@@ -34,8 +37,10 @@ from .analysis import (
 )
 from .run import MIN_DEPTHS, MIN_WIDTHS
 
-WIDTH_PREMISES = ("equal-fit", "lazy", "width>=classes", "fd-linear")
-DEPTH_TRAINED_PREMISES = ("equal-fit", "lazy", "fd-linear")
+WIDTH_PREMISES = ("plateau", "fd-linear")
+WIDTH_FIT_PREMISES = ("equal-fit", "fd-linear")  # the equal-fit variant (the first epoch at target_acc)
+LAZY_LIMIT_PREMISES: tuple[str, ...] = ()  # the exact solution: κ -> 0 at any width by construction
+DEPTH_TRAINED_PREMISES = ("equal-fit", "fd-linear")
 AT_INIT_PREMISES = ("fd-linear",)
 
 # depth at initialisation: the exact expectation (closed form) falls by ln ½ per layer for
@@ -45,9 +50,9 @@ AT_INIT_PREMISES = ("fd-linear",)
 # that separates the two inits (so the swapped-init control must fail).
 SLOPE_BAND = 0.15
 AT_INIT_CENTRE = {"lecun": math.log(0.5), "he": 0.0, "ntk": 0.0}
-# after training (Thm 1 on lazy networks, §5.4): LeCun falls with L, He and NTK rise with log L
-TRAINED_SIGN = {"lecun": ("below", False), "he": ("above", True), "ntk": ("above", True)}
-SWAPPED = {"lecun": "he", "he": "lecun", "ntk": "lecun"}
+# after training (Thm 1, §5.4): the slope on L of log mean P after training minus at initialisation
+# (the same networks): below 0 for LeCun (deeper more robust), above 0 for He and NTK (less robust)
+TRAINED_SIDE = {"lecun": "below", "he": "above", "ntk": "above"}
 
 MECHANISM_AT_INIT = (
     "Closed form (exact at finite width, bias-free ReLU network): E_W ||J_x f||_F^2 = d k beta_L "
@@ -66,84 +71,145 @@ def _multi(f: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------
 # width
 
-def _peak_part(sub: pd.DataFrame, ctl: pd.DataFrame, name: str) -> tuple[Verdict, Verdict, dict]:
-    """One width sweep: the peak statistic on ``sub`` (kept networks) and on ``ctl`` (the same
-    networks at initialisation)."""
-    widths, groups = groups_by(sub, "width")
-    cond = Condition(f">= {MIN_WIDTHS} widths with >= 2 kept networks", len(widths) >= MIN_WIDTHS,
+def _regime(f: pd.DataFrame, regime: str) -> pd.DataFrame:
+    """The rows of one regime (``sgd`` when the results predate the field)."""
+    if "regime" not in f.columns:
+        return f if regime == "sgd" else f.iloc[0:0]
+    return f[f["regime"].fillna("sgd") == regime]
+
+
+def _sweeps(rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """One width sweep per (init, depth, every other setting that varies): ``[(name, rows)]``."""
+    out = []
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        for label, s in series(rows, init):
+            for L, sub in s.groupby("depth"):
+                out.append((f"{init}_L{int(L)}{label}", sub))
+    return out
+
+
+def _paired_groups(sub: pd.DataFrame, x: str) -> tuple[list, list[np.ndarray], list[np.ndarray]]:
+    """Per value of ``x`` (>= 2 networks with both values): P then and P at initialisation."""
+    xs, gt, g0 = [], [], []
+    for val, g in sub.groupby(x):
+        g = g[["stability", "stability_init"]].apply(pd.to_numeric, errors="coerce").dropna()
+        if len(g) >= 2:
+            xs.append(val)
+            gt.append(g["stability"].to_numpy(np.float64))
+            g0.append(g["stability_init"].to_numpy(np.float64))
+    return xs, gt, g0
+
+
+def peak_part(sub: pd.DataFrame, name: str) -> tuple[Verdict, dict]:
+    """One width sweep: the paired curve D(m) = log mean P(m) − log mean P_init(m) over the same
+    networks, its interior maximum over both ends (``peak_stat``), bootstrap over networks."""
+    widths, gt, g0 = _paired_groups(sub, "width")
+    cond = Condition(f">= {MIN_WIDTHS} widths with >= 2 networks", len(widths) >= MIN_WIDTHS,
                      f"widths {list(map(int, widths))}")
     if len(widths) < MIN_WIDTHS:
-        na = not_applicable(f"{name}: too few widths after the premises", [cond])
-        return na, na, {"widths": list(map(int, widths))}
-    est = boot_estimate(groups, peak_stat, "networks")
+        return not_applicable(f"{name}: too few widths", [cond]), {"widths": list(map(int, widths))}
+    est = boot_paired(gt, g0, peak_stat, "networks")
     v = decide(est, threshold=0.0, side="above", conditions=[cond], reason=name)
-    cw, cg = groups_by(ctl, "width")
-    cv = decide(boot_estimate(cg, peak_stat, "networks"), threshold=0.0, side="above", reason=f"{name} at init")
-    lm = np.log([g.mean() for g in groups])[None, :]
-    ev = {**v.to_dict(), "peak_width": int(2 ** peak_width(lm, widths)[0]), "widths": list(map(int, widths)),
-          "curve": _table(curve(sub, "width")), "control_effect": cv.effect, "control_interval": cv.interval}
-    return v, cv, ev
+    with np.errstate(divide="ignore"):
+        d = np.log([g.mean() for g in gt]) - np.log([g.mean() for g in g0])
+        trained_only = float(peak_stat(np.log([g.mean() for g in gt])[None, :])[0])
+    return v, {**v.to_dict(), "peak_width": int(2 ** peak_width(d[None, :], widths)[0]),
+               "widths": list(map(int, widths)), "paired_curve": {int(m): _r(x) for m, x in zip(widths, d)},
+               "peak_over_ends_trained_only": _r(trained_only), "curve": _table(curve(sub, "width"))}
 
 
-def decide_width(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
-    """width-peak at one moment: every He/LeCun width sweep (each depth and series), combined."""
-    v = view(_multi(f[f["init"].isin(["he", "lecun"])]), protocol)
-    k, exc = kept(v, WIDTH_PREMISES)
-    init = view(_multi(f[f["init"].isin(["he", "lecun"])]), "init")
-    parts, ctls, ev = [], [], {}
-    for name0 in ("he", "lecun"):
-        for label, s in series(k, name0):
-            for L, sub in s.groupby("depth"):
-                if sub["width"].nunique() < 2:
-                    continue
-                name = f"{name0}_L{int(L)}{label}"
-                ctl = init[init.set_index(["point", "seed"]).index.isin(sub.set_index(["point", "seed"]).index)]
-                p, c, e = _peak_part(sub, ctl, name)
-                parts.append(p)
-                ctls.append(c)
-                ev[name] = e
+def width_peak_rule(rows: pd.DataFrame) -> Verdict:
+    """width-peak's rule (and its lazy-limit twin's): the paired peak-over-ends above 0 in every
+    width sweep of ``rows``."""
+    parts = {name: peak_part(sub, name)[0] for name, sub in _sweeps(rows) if sub["width"].nunique() >= 2}
     if not parts:
-        na = cl.too_few(k, None, exc, what="width sweeps")
-        return na, na, exc, ev
-    return combine(parts), combine(ctls), exc, ev
+        return not_applicable("no width sweep with >= 2 widths")
+    return cl.across("sweep", parts, quantifier="all")[0]
 
 
-def decide_width_moves(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
-    """width-peak-n-train: log2 peak width at the largest training set minus at the smallest."""
-    v = view(_multi(f[f["init"].isin(["he", "lecun"])]), protocol)
-    k, exc = kept(v, WIDTH_PREMISES)
-    init = view(_multi(f[f["init"].isin(["he", "lecun"])]), "init")
-    parts, ctls, ev = [], [], {}
-    for name0 in ("he", "lecun"):
-        s = k[k["init"] == name0]
-        for L, sub in s.groupby("depth"):
-            sizes = sorted(int(n) for n, g in sub.groupby("n_train") if g["width"].nunique() >= MIN_WIDTHS)
-            if len(sizes) < 2:
-                continue
-            name = f"{name0}_L{int(L)}"
-            out = []
-            for src in (sub, init[init.set_index(["point", "seed"]).index.isin(sub.set_index(["point", "seed"]).index)]):
-                ws = [groups_by(src[src["n_train"] == n], "width") for n in (sizes[0], sizes[-1])]
-                if min(len(w[0]) for w in ws) < MIN_WIDTHS:
-                    out.append(not_applicable(f"{name}: too few widths at one size after the premises"))
+def width_evidence(rows: pd.DataFrame) -> dict:
+    return {name: peak_part(sub, name)[1] for name, sub in _sweeps(rows) if sub["width"].nunique() >= 2}
+
+
+def _location_stat(widths_per_depth: list[list[int]], depths: list[int]) -> Callable[[np.ndarray], np.ndarray]:
+    cuts = np.cumsum([0] + [len(w) for w in widths_per_depth])
+    slope = slope_stat(depths)
+
+    def stat(lm: np.ndarray) -> np.ndarray:
+        loc = np.stack([peak_width(lm[:, a:b], w) for a, b, w in zip(cuts[:-1], cuts[1:], widths_per_depth)], 1)
+        return slope(loc)
+    return stat
+
+
+def location_part(sub: pd.DataFrame, name: str) -> tuple[Verdict, dict]:
+    """The slope on depth of log2 of the width of largest log mean P, bootstrap over networks."""
+    depths, ws, gs = [], [], []
+    for L, g in sub.groupby("depth"):
+        w, grp = groups_by(g, "width")
+        if len(w) >= MIN_WIDTHS:
+            depths.append(int(L))
+            ws.append(list(map(int, w)))
+            gs += grp
+    cond = Condition(f">= {MIN_DEPTHS} depths swept in width", len(depths) >= MIN_DEPTHS, f"depths {depths}")
+    if len(depths) < MIN_DEPTHS:
+        return not_applicable(f"{name}: too few depths", [cond]), {"depths": depths}
+    est = boot_estimate(gs, _location_stat(ws, depths), "networks")
+    v = decide(est, threshold=0.0, side="above", conditions=[cond], reason=f"{name}: log2 peak width on depth")
+    lm = log_means(gs)[None, :]
+    cuts = np.cumsum([0] + [len(w) for w in ws])
+    peaks = {L: int(2 ** peak_width(lm[:, a:b], w)[0]) for L, a, b, w in zip(depths, cuts[:-1], cuts[1:], ws)}
+    return v, {**v.to_dict(), "peak_width_per_depth": peaks}
+
+
+def _location_series(rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    out = []
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        out += [(f"{init}{label}", s) for label, s in series(rows, init)]
+    return out
+
+
+def location_rule(rows: pd.DataFrame) -> Verdict:
+    """width-peak-location's rule: the peak's log2 width rises with depth in every series."""
+    parts = {name: location_part(s, name)[0] for name, s in _location_series(rows) if s["depth"].nunique() >= 2}
+    if not parts:
+        return not_applicable(f"no series swept in width at >= {MIN_DEPTHS} depths")
+    return cl.across("series", parts, quantifier="all")[0]
+
+
+def location_evidence(rows: pd.DataFrame) -> dict:
+    return {name: location_part(s, name)[1] for name, s in _location_series(rows) if s["depth"].nunique() >= 2}
+
+
+def decide_width_moves(f: pd.DataFrame, protocol: str) -> tuple[Verdict, list[cl.Exclusion], dict]:
+    """width-peak-n-train (exploratory): log2 peak width at the largest training set minus at the
+    smallest, per (regime, init, depth) swept at two sizes; no control, never a veto."""
+    parts, ev, excl = [], {}, []
+    for regime in ("sgd", "linearised"):
+        r = _regime(_multi(f[f["init"].isin(["he", "lecun"])]), regime)
+        if r.empty:
+            continue
+        v = view(r, protocol if regime == "sgd" else "end")
+        k, exc = kept(v, WIDTH_PREMISES if regime == "sgd" else ())
+        excl += exc
+        for name0 in ("he", "lecun"):
+            for L, sub in k[k["init"] == name0].groupby("depth"):
+                sizes = sorted(int(n) for n, g in sub.groupby("n_train") if g["width"].nunique() >= MIN_WIDTHS)
+                if len(sizes) < 2:
                     continue
+                name = f"{regime}_{name0}_L{int(L)}"
+                ws = [groups_by(sub[sub["n_train"] == n], "width") for n in (sizes[0], sizes[-1])]
                 n0 = len(ws[0][1])
 
                 def stat(lm: np.ndarray, ws=ws, n0=n0) -> np.ndarray:
                     return peak_width(lm[:, n0:], ws[1][0]) - peak_width(lm[:, :n0], ws[0][0])
-                est = boot_estimate(ws[0][1] + ws[1][1], stat, "networks")
-                out.append(decide(est, threshold=0.0, side="above",
-                                  reason=f"{name}: log2 peak width at n_train={sizes[-1]} minus {sizes[0]}"))
-            parts.append(out[0])
-            ctls.append(out[1])
-            ev[name] = {**out[0].to_dict(), "sizes": sizes, "expected_move_log2": _r(math.log2(sizes[-1] / sizes[0]))}
+                p = decide(boot_estimate(ws[0][1] + ws[1][1], stat, "networks"), threshold=0.0, side="above",
+                           reason=f"{name}: log2 peak width at n_train={sizes[-1]} minus {sizes[0]}")
+                parts.append(p)
+                ev[name] = {**p.to_dict(), "sizes": sizes, "expected_move_log2": _r(math.log2(sizes[-1] / sizes[0]))}
     if not parts:
-        swept = any(sum(g["width"].nunique() >= MIN_WIDTHS for _, g in sub.groupby("n_train")) >= 2
-                    for _, sub in v.groupby(["init", "depth"]))
-        na = (cl.too_few(k, None, exc, what="networks") if swept  # the grid has it; the premises left too few
-              else not_applicable("no depth swept in width at two training-set sizes (paper-width-n runs it)"))
-        return na, na, exc, ev
-    return combine(parts), combine(ctls), exc, ev
+        return not_applicable("no sweep in width at two training-set sizes (paper-width-n and paper-lazy-limit "
+                              "run them)"), excl, ev
+    return combine(parts), excl, ev
 
 
 # ---------------------------------------------------------------------------------------
@@ -175,18 +241,46 @@ def _at_init_units(f: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
+# A depth sweep is an (init, width) run at >= DEPTH_SWEEP depths: the depth blocks (2, 3, 4, 6 quick;
+# 2, 4, 6, 8 paper). The width sweeps' depths 2-4 are width-peak-location's, not a depth claim's.
+DEPTH_SWEEP = 4
+
+
+def depth_sweep_rows(f: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``f`` (before any premise) at an (init, width) run at >= DEPTH_SWEEP depths."""
+    return _runs_at_least(f, "width", "depth", DEPTH_SWEEP)
+
+
+def width_sweep_rows(f: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``f`` (before any premise) at a (series, depth) run at >= MIN_WIDTHS widths: the
+    width sweeps, without the depth blocks' single width."""
+    return _runs_at_least(f, "depth", "width", MIN_WIDTHS)
+
+
+def _runs_at_least(f: pd.DataFrame, by: str, axis: str, n: int) -> pd.DataFrame:
+    """The rows of the (init, series, ``by``) runs that hold >= ``n`` distinct ``axis`` values."""
+    if f.empty:
+        return f
+    keep = []
+    for init in f["init"].unique():
+        for _label, s in series(f, init):
+            c = s.groupby(by)[axis].transform("nunique")
+            keep.append(s[c >= n])
+    return pd.concat(keep) if keep else f.iloc[0:0]
+
+
 def _has_depth_sweep(f: pd.DataFrame) -> bool:
     """Some width of the grid (before any premise) has >= MIN_DEPTHS depths."""
     return bool(len(f)) and bool((f.groupby("width")["depth"].nunique() >= MIN_DEPTHS).any())
 
 
-def decide_depth_at_init(f: pd.DataFrame) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
+def decide_depth_at_init(f: pd.DataFrame) -> tuple[Verdict, list[cl.Exclusion], dict]:
     """LeCun's slope of log E P on L within ±SLOPE_BAND of ln ½, He's and NTK's within ±SLOPE_BAND
-    of 0, at every width with >= MIN_DEPTHS depths; the control swaps the bands."""
-    units = _at_init_units(_multi(f))
+    of 0, at every width with >= MIN_DEPTHS depths: the closed form, a self-check."""
+    units = _at_init_units(depth_sweep_rows(_regime(_multi(f), "sgd")))
     k, exc = cl.apply_premises(units, [PREMISES[n] for n in AT_INIT_PREMISES],
                                unit=[u for u in ("point", "seed", "draw") if u in units.columns])
-    parts, ctls, ev = [], [], {}
+    parts, ev = [], {}
     for init, centre in AT_INIT_CENTRE.items():
         for label, s in series(k, init):
             for m, sub in s.groupby("width"):
@@ -194,58 +288,64 @@ def decide_depth_at_init(f: pd.DataFrame) -> tuple[Verdict, Verdict, list[cl.Exc
                 if est is None:
                     continue
                 band = (centre - SLOPE_BAND, centre + SLOPE_BAND)
-                swap = AT_INIT_CENTRE[SWAPPED[init]]
                 name = f"{init}_m{int(m)}{label}"
                 p = decide(est, threshold=band, side="inside", reason=name)
-                c = decide(est, threshold=(swap - SLOPE_BAND, swap + SLOPE_BAND), side="inside",
-                           reason=f"{name} against {SWAPPED[init]}'s band")
                 parts.append(p)
-                ctls.append(c)
                 ev[name] = {**p.to_dict(), **extra, **_closed_form_at_init(f[(f["init"] == init) & (f["width"] == m)])}
     if not parts:
         na = (cl.too_few(k, None, exc, what="networks") if _has_depth_sweep(units)
               else not_applicable(f"not measured in this run: needs a width with >= {MIN_DEPTHS} depths "
                                   "(paper-depth runs it)"))
-        return na, na, exc, ev
-    return combine(parts), combine(ctls), exc, ev
+        return na, exc, ev
+    return combine(parts), exc, ev
 
 
-def decide_depth_trained(f: pd.DataFrame, protocol: str) -> tuple[Verdict, Verdict, list[cl.Exclusion], dict]:
-    """Thm 1's depth trend on trained networks that stayed lazy: LeCun's slope of log E P on L
-    below 0, He's and NTK's on log L above 0; the control applies each init the other's rule."""
-    v = view(_multi(f[f["init"].isin(list(TRAINED_SIGN))]), protocol)
-    k, exc = kept(v, DEPTH_TRAINED_PREMISES)
-    parts, ctls, ev = [], [], {}
-    for init, (side, log_x) in TRAINED_SIGN.items():
-        other_side, other_log = TRAINED_SIGN[SWAPPED[init]]
-        for label, s in series(k, init):
-            for m, sub in s.groupby("width"):
-                if sub["depth"].nunique() < 2:
-                    continue
-                name = f"{init}_m{int(m)}{label}"
-                est, extra = _depth_slope(sub, "stability", log_x, name)
-                cond = Condition(f">= {MIN_DEPTHS} depths with >= 2 kept networks", est is not None,
-                                 f"depths {extra['depths']}")
-                p = decide(est, threshold=0.0, side=side, conditions=[cond], reason=name)
-                cest = _depth_slope(sub, "stability", other_log, name)[0]
-                c = decide(cest, threshold=0.0, side=other_side, conditions=[cond],
-                           reason=f"{name} under {SWAPPED[init]}'s rule")
-                parts.append(p)
-                ctls.append(c)
-                ev[name] = {**p.to_dict(), **extra, "curve": _table(curve(sub, "depth"))}
-    if not parts:
-        na = (cl.too_few(k, None, exc, what="depth sweeps") if _has_depth_sweep(v)
-              else not_applicable(f"not measured in this run: needs a width with >= {MIN_DEPTHS} depths "
-                                  "(paper-depth runs it)"))
-        return na, na, exc, ev
-    return combine(parts), combine(ctls), exc, ev
+def depth_part(sub: pd.DataFrame, side: str, name: str) -> tuple[Verdict, dict]:
+    """One depth sweep: the slope on L of log mean P after training minus that of the same networks
+    at initialisation (paired bootstrap over networks within each depth)."""
+    depths, gt, g0 = _paired_groups(sub, "depth")
+    cond = Condition(f">= {MIN_DEPTHS} depths with >= 2 networks", len(depths) >= MIN_DEPTHS,
+                     f"depths {list(map(int, depths))}")
+    if len(depths) < MIN_DEPTHS:
+        return not_applicable(f"{name}: too few depths", [cond]), {"depths": list(map(int, depths))}
+    xs = np.asarray(depths, np.float64)
+    est = boot_paired(gt, g0, slope_stat(xs), "networks")
+    v = decide(est, threshold=0.0, side=side, conditions=[cond], reason=name)
+    with np.errstate(divide="ignore"):
+        st = float(slope_stat(xs)(np.log([g.mean() for g in gt])[None, :])[0])
+        s0 = float(slope_stat(xs)(np.log([g.mean() for g in g0])[None, :])[0])
+    lay = {int(L): _r(np.nanmean([max(x) for x in g["kappa_layers"] if isinstance(x, list | tuple) and len(x)]), 3)
+           for L, g in sub.groupby("depth")} if "kappa_layers" in sub.columns else {}
+    return v, {**v.to_dict(), "depths": list(map(int, depths)), "networks_per_depth": [len(g) for g in gt],
+               "slope_trained": _r(st), "slope_init": _r(s0), "max_layer_change": lay,
+               "curve": _table(curve(sub, "depth"))}
+
+
+def depth_sweeps(rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    out = []
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        for label, s in series(rows, init):
+            out += [(f"{init}_m{int(m)}{label}", sub) for m, sub in s.groupby("width") if sub["depth"].nunique() >= 2]
+    return out
+
+
+def depth_trained_rule(side: str) -> Callable[[pd.DataFrame], Verdict]:
+    """depth-init-trained-<init>'s rule: the paired slope difference on ``side`` of 0 in every depth
+    sweep (each width, each series) of the rows."""
+    def rule(rows: pd.DataFrame) -> Verdict:
+        parts = {name: depth_part(sub, side, name)[0] for name, sub in depth_sweeps(rows)}
+        if not parts:
+            return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
+        return cl.across("sweep", parts, quantifier="all")[0]
+    rule.__name__ = f"depth_slope_trained_minus_init_{side}_0"
+    return rule
 
 
 def lecun_nonlazy(f: pd.DataFrame, protocol: str = "target") -> tuple[Verdict, list[cl.Exclusion], dict]:
     """Exploratory: LeCun's trained depth trend on the networks that left the lazy regime (at the
     target fit, κ above KAPPA_LAZY), with its mechanism: how far training moved P from its value
     at initialisation, per depth."""
-    v = view(_multi(f[f["init"] == "lecun"]), protocol)
+    v = view(depth_sweep_rows(_multi(f[f["init"] == "lecun"])), protocol)
     k, exc = kept(v, ("equal-fit", "fd-linear"))
     lazy = kept(k, ("lazy",))[0]
     nonlazy = k[~k.set_index(["point", "seed"]).index.isin(lazy.set_index(["point", "seed"]).index)]
@@ -317,5 +417,6 @@ def _he_vs_lecun_same_seed(v: pd.DataFrame) -> dict:
     return {"pairs": int(len(j)), "max_abs_log_ratio_minus_L_ln2": _r(float(dev.max()), 3)}
 
 
-__all__ = ["decide_width", "decide_width_moves", "decide_depth_at_init", "decide_depth_trained", "lecun_nonlazy",
+__all__ = ["width_peak_rule", "location_rule", "decide_width_moves", "decide_depth_at_init", "depth_trained_rule",
+           "lecun_nonlazy",
            "closed_form_at_init", "MECHANISM_AT_INIT", "PROTOCOLS", "INCONCLUSIVE"]

@@ -23,6 +23,7 @@ from ...papers import WIDTH_DEPTH_INIT
 from ...sweep import checkpoint
 from ...train.supervised import SGDSpec, evaluate, resume_fits, train_supervised
 from ...utils import make_generator, resolve_device
+from . import linearised as lin
 
 SOURCE = WIDTH_DEPTH_INIT.short
 
@@ -79,6 +80,9 @@ class WidthDepthInitConfig(Config):
                                 "(one delta each, at every measurement; 0: off)", ge=0)
     init_draws: int = param(0, "extra networks per seed drawn at initialisation only (stability at init, "
                                 "the depth claim at t = 0; fcn only)", ge=0)
+    regime: str = param("sgd", "sgd: train with the schedule above; linearised: the network linearised at "
+                               "initialisation, solved exactly (min-norm least squares on one-hot targets through "
+                               "the empirical NTK, float64; Thm 1's lazy limit)", choices=("sgd", "linearised"))
 
     def check(self) -> None:
         if self.mc_samples == 1:
@@ -103,6 +107,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
         if self.early_epoch > self.epochs:
             raise ConfigError("early_epoch", self.early_epoch, f"0 (off) or <= epochs ({self.epochs})")
+        if self.regime == "linearised" and (self.arch != "fcn" or self.output != "multi"):
+            raise ConfigError("regime", self.regime, "sgd unless arch=fcn and output=multi")
 
     @property
     def loss(self) -> str:
@@ -181,6 +187,9 @@ def point_flops(cfg: WidthDepthInitConfig) -> float | None:
     if cfg.arch != "fcn":
         return None
     shape = SHAPES[cfg.dataset]
+    if cfg.regime == "linearised":  # the NTK's products and its eigendecomposition
+        nk = _n_train(cfg) * (len(cfg.classes) or shape.classes)
+        return 2.0 * nk * nk * cfg.width * cfg.depth + 10.0 * nk**3
     side, k = cfg.size or shape.side, len(cfg.classes) or shape.classes
     dims = [shape.channels * side * side] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else k]
     return 6.0 * _n_train(cfg) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
@@ -196,13 +205,15 @@ def _n_train(cfg: WidthDepthInitConfig) -> int:
 PROBE_BATCHES = 8  # minibatches per epoch of a --dry-run probe
 
 
-def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig:
+def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig | None:
     """``cfg`` cut to about ``steps`` minibatches of its size (``Study.probe``, for
     ``--dry-run``): epochs over :data:`PROBE_BATCHES` minibatches of training points (fewer
     if it has fewer), so every step multiplies the same shapes as the point's own training,
     with 16 test points, no Monte Carlo estimate and no measurement at a target loss or an
     early epoch. Probes of different lengths differ only in their epochs, so the difference
     of their times is training alone."""
+    if cfg.regime == "linearised":
+        return None  # no training to cut short: the group runs whole
     n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
     return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
@@ -402,9 +413,11 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     ``*_at_target`` values and ``reached_target`` false: the claims exclude it by premise and
     report the end of the schedule as its own variant, never as a substitute.
     """
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     base = cfgs[0]
     dev = resolve_device(device)
+    if base.regime == "linearised":
+        return _with_cpu(_run_linearised(cfgs, dev, t0), c0)
     data = load_data(base).to(dev)
     E = len(cfgs)
     model = build_model(cfgs, data, dev)
@@ -443,6 +456,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "reached_target": reached > 0, "epoch_at_target": reached or None,
                  "kappa_at_target": float(log.kappa[e, reached - 1]) if reached else None,
                  "kappa": float(log.kappa[e, trained - 1]),
+                 "loss_change_last10": _loss_change(log.loss[e], trained),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
                  "fd_ratio": _opt(end, "fd_ratio", e), "fd_ratio_init": _opt(m0, "fd_ratio", e),
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": data.d,
@@ -459,7 +473,66 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             final.update(mc_stability=float(mc["mc"][e]), mc_stderr=float(mc["se"][e]),
                          mc_exact=float(mc["exact"][e]), mc_samples=c.mc_samples, mc_points=mc["points"])
         out.append(rows + [final])
+    return _with_cpu(out, c0)
+
+
+def _with_cpu(out: list, c0: float) -> list:
+    """Every final row gets the group's CPU seconds (``cpu_seconds``: this process, all its threads;
+    unlike ``seconds``, not inflated by other processes sharing the machine)."""
+    cpu = time.process_time() - c0
+    for rows in out:
+        if isinstance(rows, list):
+            rows[-1]["cpu_seconds"] = cpu
     return out
+
+
+def _run_linearised(cfgs: list[WidthDepthInitConfig], dev: torch.device, t0: float) -> list:
+    """Thm 1's lazy limit, exactly (:mod:`.linearised`): each seed's network (the same initial
+    weights as its SGD twin, ``make_generator(seed, "wdi-init")``) linearised at initialisation
+    and solved by min-norm least squares on one-hot targets, in float64; its stability (Def. 3)
+    at initialisation and of the solution, and the solution's fit."""
+    base = cfgs[0]
+    data = load_data(base).to(dev)
+    x, xt = data.x_train.double(), data.x_test.double()
+    k = data.n_classes
+    y = torch.nn.functional.one_hot(data.y_train.long(), k).double()
+    out: list = []
+    for c in cfgs:
+        net = DeepMLP(data.d, c.width, c.depth, k, init=c.init, gamma=c.gamma if c.init == "small" else None,
+                      generators=[make_generator(c.seed, "wdi-init")], dtype=torch.float64, device=dev)
+        ws = [W.detach()[0] for W in net.weights]
+        dws, info = lin.solve(ws, x, y)
+        scale = c.eps**2 / (data.d + 2)
+        p0 = float(lin.input_jacobian_sq(ws, [torch.zeros_like(w) for w in ws], xt).mean()) * scale
+        p1 = float(lin.input_jacobian_sq(ws, dws, xt).mean()) * scale
+        with torch.no_grad():
+            ftr, fte = lin.linearised(ws, dws, x), lin.linearised(ws, dws, xt)
+        yt = torch.nn.functional.one_hot(data.y_test.long(), k).double()
+        final = {"kind": "final", "epoch": 0, "stability": p1, "stability_init": p0,
+                 "train_loss": float((ftr - y).pow(2).sum(1).mean()), "test_loss": float((fte - yt).pow(2).sum(1).mean()),
+                 "train_acc": float((ftr.argmax(1) == data.y_train.long()).double().mean()),
+                 "test_acc": float((fte.argmax(1) == data.y_test.long()).double().mean()),
+                 "grad_norm2": p1 * (data.d + 2) / c.eps**2, "reached_target": None, "fd_ratio": None,
+                 "ntk_rank": info["rank"], "ntk_size": info["size"], "ntk_lambda_min": info["lambda_min_kept"],
+                 "param_shift": info["param_shift"], "n_params": net.n_params(), "n_train": len(x), "n_test": len(xt),
+                 "d": data.d, "outputs": k, "seconds": time.perf_counter() - t0, "train_seconds": 0.0}
+        if not all(math.isfinite(v) for v in (p0, p1, final["train_loss"])):
+            out.append(NumericalError(f"seed {c.seed}: the linearised solve is not finite (width={c.width})"))
+            continue
+        out.append([final])
+    for rows in out:  # every row carries the group's time, as the SGD groups' rows do
+        if isinstance(rows, list):
+            rows[-1]["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _loss_change(loss: torch.Tensor, trained: int, back: int = 10) -> float | None:
+    """|loss(T) − loss(T − back)| / loss(T − back) of one copy's running training loss (the
+    ``plateau`` premise, App. E.2), None when it trained fewer than ``back + 1`` epochs."""
+    if trained <= back:
+        return None
+    a, b = float(loss[trained - 1 - back]), float(loss[trained - 1])
+    return abs(b - a) / a if a > 0 else None
 
 
 def _opt(vals: dict, key: str, e: int) -> float | None:
