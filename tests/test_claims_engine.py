@@ -356,3 +356,25 @@ STUDY = dataclasses.replace(SMOKE, name="broken-smoke", claims=claims)
     assert written["smoke-loss-falls"]["verdict"] == "contradicted"
     assert (out / "report.html").is_file()
     assert main(["run", "smoke", "--out", str(tmp_path / "ok"), "--quiet"]) == 0
+
+
+def test_a_preset_can_declare_a_claim_undecided_at_its_scale():
+    from robustlab.studies.base import _capped
+
+    study = Study(name="planted", title="t", source="s", summary="", config=_Cfg,
+                  presets={"quick": Preset(grid=({"C0": [10.0, 1000.0]},),
+                                           undecided={"c": "the verdict changes with the base seed here"}),
+                           "paper": Preset(grid=({"C0": [10.0, 1000.0]},))},
+                  run_points=lambda cfgs, dev: [], claims=lambda df, ctx: [], figures=lambda df, ctx: [],
+                  claim_specs=[cl.ClaimSpec("c", kind=cl.EXPLORATORY)])
+    c = Claim("c", "s", _contra(), {"x": 1}, kind=cl.EXPLORATORY)
+    capped = _capped(study, "quick", c)
+    assert capped.decision.verdict == stats.INCONCLUSIVE and capped.decision.seeds_needed is None
+    assert "not decided at preset 'quick'" in capped.decision.reason and "it read contradicted" in capped.decision.reason
+    assert capped.evidence["uncapped"]["verdict"] == stats.CONTRADICTED and capped.evidence["x"] == 1
+    assert _capped(study, "paper", c).decision.verdict == stats.CONTRADICTED  # only at the preset that says so
+    with pytest.raises(UserError, match="undecided claim 'nope' is not declared"):
+        Study(name="planted", title="t", source="s", summary="", config=_Cfg,
+              presets={"quick": Preset(grid=({"C0": [10.0]},), undecided={"nope": "x"})},
+              run_points=lambda cfgs, dev: [], claims=lambda df, ctx: [], figures=lambda df, ctx: [],
+              claim_specs=[cl.ClaimSpec("c", kind=cl.EXPLORATORY)])

@@ -67,6 +67,10 @@ class Preset:
     grid: Sequence[Mapping[str, Sequence[Any]]] = ({},)
     n_seeds: int = 1
     description: str = ""
+    # claims this preset's scale cannot decide, {claim id: why}: a verdict measured to change
+    # between base seeds (``reproduce --replicate``) is a draw, so at this preset such a claim
+    # reads inconclusive and says why (its verdict before the cap is kept in its evidence)
+    undecided: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +224,11 @@ class Study:
                     defaults[f.name] = f.default
         problems = claimsmod.validate_specs(self.name, list(self.claim_specs), dict(self.premises),
                                             self.presets, fields, defaults, dict(self.populations))
+        ids = {s.id for s in self.claim_specs}
+        for pname, pre in self.presets.items():
+            for cid in getattr(pre, "undecided", None) or {}:
+                if ids and cid not in ids:
+                    problems.append(f"study {self.name!r}, preset {pname!r}: undecided claim {cid!r} is not declared")
         if problems:
             raise UserError(problems[0])
 
@@ -699,7 +708,9 @@ def finalize(out: Path, study: Study, *, force: bool = False) -> dict:
         claims = [Claim("no-results", "the study produced results",
                         Verdict(stats.INCONCLUSIVE, reason="no point produced results"),
                         {"failed_points": len(failures)}, study.source)]
-    claim_dicts = integrity.mark_incomplete([_declared(study, c).to_dict() for c in claims], comp)
+    preset = manifest.get("preset")
+    claim_dicts = integrity.mark_incomplete([_capped(study, preset, _declared(study, c)).to_dict() for c in claims],
+                                            comp)
     records.write_jsonl(out / "results.jsonl", flat)
     records.write_json(out / "claims.json", claim_dicts)
     shown = {**manifest, "completeness": comp, "code_versions": code_rows}
@@ -807,6 +818,23 @@ def _declared(study: Study, claim: Claim) -> Claim:
     if spec is None or spec.kind == claim.kind:
         return claim
     return dataclasses.replace(claim, kind=spec.kind, verdict=claim.raw_verdict)
+
+
+def _capped(study: Study, preset: Any, claim: Claim) -> Claim:
+    """At a preset that declares the claim undecided (:attr:`Preset.undecided`), a reproduced or
+    contradicted verdict reads inconclusive, saying why; the verdict before the cap is kept in
+    the evidence (``uncapped``)."""
+    pre = study.presets.get(preset) if isinstance(preset, str) else None
+    why = (getattr(pre, "undecided", None) or {}).get(claim.id)
+    v = claim.decision
+    if not why or v.verdict not in (stats.REPRODUCED, stats.CONTRADICTED):
+        return claim
+    capped = dataclasses.replace(v, verdict=stats.INCONCLUSIVE, seeds_needed=None,
+                                 reason=f"not decided at preset {preset!r} (its verdict changes with the base seed "
+                                        f"there): {why}; it read {v.verdict} here" + (f"; {v.reason}" if v.reason else ""))
+    evidence = {**claim.evidence, "uncapped": {"verdict": v.verdict, "effect": v.effect,
+                                               "interval": None if v.interval is None else list(v.interval)}}
+    return dataclasses.replace(claim, verdict=capped, evidence=evidence)
 
 
 def _warnings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
