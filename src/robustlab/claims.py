@@ -38,7 +38,6 @@ study is loaded (:func:`validate_specs`), before anything runs.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -322,18 +321,6 @@ def with_control(verdict: Verdict, control: Control | None, *, required: bool = 
 # ----------------------------------------------------------------------------------------
 # knobs the paper does not fix
 
-def _margin(v: Verdict) -> float:
-    """How far a verdict's interval clears its threshold (negative: on the wrong side)."""
-    if v.effect is None or v.interval is None or v.threshold is None or None in v.interval:
-        return math.inf
-    lo, hi = v.interval
-    if v.side == "below":
-        return v.threshold - hi  # type: ignore[operator]
-    if v.side == "inside":
-        return min(lo - v.threshold[0], v.threshold[1] - hi)  # type: ignore[index]
-    return lo - v.threshold  # type: ignore[operator]
-
-
 def across(knob: str, verdicts: Mapping[Any, Verdict], *, quantifier: str = ALL,
            outside: Mapping[Any, str] | None = None) -> tuple[Verdict, dict[str, dict[str, str]]]:
     """Join one claim's verdicts at every value of ``knob``, with the statement's quantifier.
@@ -369,32 +356,23 @@ def across(knob: str, verdicts: Mapping[Any, Verdict], *, quantifier: str = ALL,
         return stats.not_applicable(reason), record
     by = {v: {k: x for k, x in usable.items() if x.verdict == v} for v in stats.VERDICTS}
     word = "every" if quantifier == ALL else "some"
-    if quantifier == ALL:
-        if by[stats.CONTRADICTED]:
-            k, pick = min(by[stats.CONTRADICTED].items(), key=lambda kv: _margin(kv[1]))
-            head = f"contradicted at {knob} = {k} (the statement is for every {knob})"
-            keep_need = False
-        elif by[stats.INCONCLUSIVE]:
-            k, pick = next(iter(by[stats.INCONCLUSIVE].items()))
-            head = f"undecided at {knob} = {k}"
-            keep_need = True
-        else:
-            k, pick = min(by[stats.REPRODUCED].items(), key=lambda kv: _margin(kv[1]))
-            head = f"reproduced at every {knob} in the regime; least margin at {knob} = {k}"
-            keep_need = False
+    # "all": one contradicted value decides, and the clearest contradiction is reported; with every
+    # value reproduced, the one that clears its threshold least. "some": the mirror image.
+    decisive, other = (stats.CONTRADICTED, stats.REPRODUCED) if quantifier == ALL else (stats.REPRODUCED,
+                                                                                         stats.CONTRADICTED)
+    extreme = min if quantifier == ALL else max
+    keep_need = False
+    if by[decisive]:
+        k, pick = extreme(by[decisive].items(), key=lambda kv: stats.margin(kv[1]))
+        head = f"{decisive} at {knob} = {k} (the statement is for {word} {knob})"
+    elif by[stats.INCONCLUSIVE]:
+        k, pick = next(iter(by[stats.INCONCLUSIVE].items()))
+        head = f"undecided at {knob} = {k}"
+        keep_need = True
     else:
-        if by[stats.REPRODUCED]:
-            k, pick = max(by[stats.REPRODUCED].items(), key=lambda kv: _margin(kv[1]))
-            head = f"reproduced at {knob} = {k} (the statement is for some {knob})"
-            keep_need = False
-        elif by[stats.INCONCLUSIVE]:
-            k, pick = next(iter(by[stats.INCONCLUSIVE].items()))
-            head = f"undecided at {knob} = {k}"
-            keep_need = True
-        else:
-            k, pick = max(by[stats.CONTRADICTED].items(), key=lambda kv: _margin(kv[1]))
-            head = f"contradicted at every {knob}; least clear at {knob} = {k}"
-            keep_need = False
+        k, pick = extreme(by[other].items(), key=lambda kv: stats.margin(kv[1]))
+        head = (f"reproduced at every {knob} in the regime; least margin at {knob} = {k}" if quantifier == ALL
+                else f"contradicted at every {knob}; least clear at {knob} = {k}")
     reason = "; ".join(x for x in (head, f"{word} {knob}: {listing}", pick.reason) if x)
     out = dataclasses.replace(pick, reason=reason)
     if not keep_need:

@@ -38,7 +38,7 @@ __all__ = [
     "Estimate", "Condition", "Verdict",
     "mean_estimate", "difference_estimate", "slope_estimate", "bootstrap_estimate",
     "proportion_estimate", "log_ratio_estimate", "contrast_estimate", "power_exponent",
-    "decide", "not_applicable", "combine", "seeds_needed", "seeds_for",
+    "decide", "not_applicable", "combine", "margin", "seeds_needed", "seeds_for",
     "t_quantile",
 ]
 
@@ -612,6 +612,19 @@ def not_applicable(reason: str, conditions: Sequence[Condition] = (), **kw: Any)
     return Verdict(NOT_APPLICABLE, reason=reason, conditions=tuple(conditions), **kw)
 
 
+def margin(v: Verdict) -> float:
+    """How far a verdict's interval clears its threshold on the paper's side (negative: on the
+    other side; inf when it has no interval or threshold)."""
+    if v.effect is None or v.interval is None or v.threshold is None or None in v.interval:
+        return math.inf
+    lo, hi = v.interval
+    if v.side == "below":
+        return v.threshold - hi  # type: ignore[operator]
+    if v.side == "inside":
+        return min(lo - v.threshold[0], v.threshold[1] - hi)  # type: ignore[index]
+    return lo - v.threshold  # type: ignore[operator]
+
+
 def combine(parts: Sequence[Verdict], *, reason: str = "") -> Verdict:
     """The verdict of a statement whose parts must all hold.
 
@@ -630,15 +643,6 @@ def combine(parts: Sequence[Verdict], *, reason: str = "") -> Verdict:
         if any(p.seeds_needed is None for p in by[INCONCLUSIVE]):
             pick = dataclasses.replace(pick, seeds_needed=None)
     elif by[REPRODUCED]:
-        def margin(p: Verdict) -> float:
-            if p.effect is None or p.interval is None or p.threshold is None or None in p.interval:
-                return math.inf
-            lo, hi = p.interval
-            if p.side == "above":
-                return lo - p.threshold  # type: ignore[operator]
-            if p.side == "below":
-                return p.threshold - hi  # type: ignore[operator]
-            return min(lo - p.threshold[0], p.threshold[1] - hi)  # type: ignore[index]
         pick = min(by[REPRODUCED], key=margin)
     else:
         pick = by[NOT_APPLICABLE][0]
