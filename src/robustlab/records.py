@@ -17,6 +17,7 @@ import os
 import platform
 import secrets
 import socket
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -50,6 +51,27 @@ __all__ = [
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+_PLAIN = "robustlab writes only its own plain files in a run directory"
+
+
+def plain_file_problem(path: str | os.PathLike, *, writing: bool = True) -> str | None:
+    """What makes ``path`` other than absent or robustlab's own plain file, as the words after
+    "it is": a symbolic link, not a regular file (a named pipe, device or directory), or, for a
+    writer, a hard link to another file (a user's file linked in); None when it is fine. Read
+    with ``lstat``, so nothing is followed or opened. Each caller words its own error."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"a symbolic link ({_PLAIN})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a named pipe, device or directory)"
+    if writing and st.st_nlink > 1:
+        return f"a hard link to another file ({st.st_nlink} names; {_PLAIN})"
+    return None
 
 
 def safe_temp(path: str | os.PathLike) -> tuple[int, Path]:

@@ -68,19 +68,12 @@ def _check_lock_file(directory: Path) -> None:
     """``DIR/.lock`` is absent or robustlab's own plain file: a symbolic link, anything but a
     regular file, or a file with other hard links (a user's file linked in) is a UserError, and
     nothing is written to it."""
+    from ..records import plain_file_problem
+
     path = directory / LOCK_NAME
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise UserError(f"{path} is not allowed: it is a symbolic link (robustlab writes only its own "
-                        "plain files in a run directory); remove it")
-    if not stat.S_ISREG(st.st_mode):
-        raise UserError(f"{path} is not allowed: it is not a plain file; remove it")
-    if st.st_nlink > 1:
-        raise UserError(f"{path} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
-                        "writes only its own plain files in a run directory); remove it")
+    problem = plain_file_problem(path)
+    if problem:
+        raise UserError(f"{path} is not allowed: it is {problem}; remove it")
 
 
 def _open_lock_file(directory: Path, flags: int) -> int:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
-import stat
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -75,19 +73,13 @@ def _check_plain(p: Path, *, writing: bool) -> None:
     """``p`` is absent or a regular file of its own: a symbolic link (SQLite would follow it and
     write outside the run directory), a named pipe or device (opening it would block), or, for a
     writer, a file with other hard links (a user's file linked in) is a :class:`StoreError`."""
-    try:
-        st = os.lstat(p)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise StoreError(f"{p} is not allowed: it is a symbolic link (robustlab writes only "
-                         "its own plain files in a run directory); remove it")
-    if not stat.S_ISREG(st.st_mode):
-        raise StoreError(f"{p} is not allowed: it is not a regular file (a named pipe, device or "
-                         "directory); restore the run's own file, or move the directory away")
-    if writing and st.st_nlink > 1:
-        raise StoreError(f"{p} is not allowed: it is a hard link to another file ({st.st_nlink} names; robustlab "
-                         "writes only its own plain files in a run directory); restore the run's own file")
+    from ..records import plain_file_problem
+
+    problem = plain_file_problem(p, writing=writing)
+    if problem:
+        raise StoreError(f"{p} is not allowed: it is {problem}; "
+                         + ("remove it" if problem.startswith("a symbolic") else
+                            "restore the run's own file, or move the directory away"))
 
 
 class Store:
