@@ -694,6 +694,14 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     assert math.isclose(base.eps, base.beta)  # the theory's attack erases v_y exactly
 
 
+def test_regime_d1024_is_the_one_chosen_group_of_the_regime_search():
+    # notes/fl2.md: one-step, k = 5, η̃ = 100, 1 seed, with every other setting of the regime search at d = 1024
+    pts = plan(STUDY, preset="regime-d1024").points
+    full = [p for p in plan(STUDY, preset="regime").points
+            if p.d == 1024 and p.k == 5 and p.method == "gradient_step" and p.eta_tilde == 100.0 and p.seed == 0]
+    assert len(pts) == 1 and pts == full
+
+
 def test_weights_order_the_groups_by_their_work(tmp_path):
     # Study.weight only orders a parallel run's groups; it must be positive and finite on every
     # preset, and rank what costs more above what costs less
