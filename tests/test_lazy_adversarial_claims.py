@@ -230,13 +230,16 @@ def test_every_builtin_claim_has_a_control_and_declared_premises():
 # the exploratory question: the lazy ε½ over the control's, from the smallest d to the largest
 
 def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
-    c = eps_margin_claim(_adv_df())  # lazy 2.3/√d, control flat at 0.3
+    c = eps_margin_claim(_adv_df(control={"seeds": 6}))  # lazy 2.3/√d, control flat at 0.3 (3 + 3 placebo halves)
     assert c.kind == cm.EXPLORATORY and c.verdict_before_control == REPRODUCED, (c.decision, c.evidence)
-    # its placebo (the control's even seeds against its odd ones) does not pass; it cannot read
-    # contradicted either (its true effect is 0, the rule's threshold is 0), so the reading is capped
-    assert c.control is not None and c.control.verdict.verdict in (INCONCLUSIVE, NOT_APPLICABLE), c.control
-    assert c.decision.verdict == INCONCLUSIVE and "no working control" in c.decision.reason
+    # its placebo (the control's even seeds against its odd ones, true exponent 0) reads contradicted
+    # against the theorem's band [−0.7, −0.3] (lazy2: the old rule "below 0" had the placebo's true
+    # effect on its threshold and capped the reading by construction)
+    assert c.control is not None and c.control.verdict.verdict == CONTRADICTED, c.control
+    assert c.decision.verdict == REPRODUCED
+    assert c.decision.effect == pytest.approx(-0.5, abs=0.1)
     ev = c.evidence
+    assert ev["ratio_exponent"] == pytest.approx(math.log(ev["ratio_change"]) / math.log(784 / 25), rel=1e-12)
     assert (ev["d_low"], ev["d_high"]) == (25, 784)
     per = {row["d"]: row for row in ev["per_d"]}
     # the change is the quotient of the two ratios of geometric means, exactly
@@ -249,7 +252,7 @@ def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
 
 @pytest.mark.parametrize("control, state", [
     ({"threshold": lambda d: 20.0 / d, "steep": 6.0}, CONTRADICTED),  # the control falls faster than the lazy nets
-    ({"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0, "noise": 0.3}, INCONCLUSIVE),  # both fall alike
+    ({"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}, CONTRADICTED),  # both fall alike: exponent 0
 ])
 def test_eps_margin_can_fail(control, state):
     c = eps_margin_claim(_adv_df(control=control))
@@ -265,13 +268,13 @@ def test_eps_margin_needs_the_control_at_two_sizes():
 
 
 def test_eps_margin_with_a_placebo_that_passes_too_is_inconclusive():
-    # a control whose even seeds fall like d^−½ and odd seeds stay flat: the halves part with d
-    # (the lazy networks fall like 1/d, so that they still part from the mixed control)
-    ds = (25, 100, 196)
-    even = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 2.3 / math.sqrt(d), seed=9, seeds=4, ds=ds))
-    odd = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 0.3, seed=10, seeds=4, ds=ds))
+    # a control whose even seeds fall like d^−½ and odd seeds stay flat: the halves part like d^−½
+    # (the lazy networks fall like d^−¾, so that they part from the mixed control, ≈ d^−¼, like d^−½)
+    ds = (25, 196, 784)
+    even = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 2.3 / math.sqrt(d), seed=9, seeds=6, ds=ds))
+    odd = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 0.3, seed=10, seeds=6, ds=ds))
     even["seed"], odd["seed"] = 2 * even["seed"], 2 * odd["seed"] + 1
-    df = pd.concat([pd.DataFrame(_curves(threshold=lambda d: 4.0 / d, seeds=8, ds=ds)), even, odd])
+    df = pd.concat([pd.DataFrame(_curves(threshold=lambda d: 8.0 * d ** -0.75, seeds=8, ds=ds)), even, odd])
     c = eps_margin_claim(df)
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED, c.control
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason

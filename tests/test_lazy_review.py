@@ -109,12 +109,7 @@ def test_eta_scaling_probe2_a_rising_eta_is_not_reproduced_and_never_reads_falli
     assert c.verdict_before_control != REPRODUCED and c.decision.effect > 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT: the exploratory exponents' control cannot read contradicted when the effect is absent in the "
-    "commonest way (η, ‖δ‖ flat in d): stats.power_exponent's profile reaches its grid edge p -> 0 and the "
-    "interval is infinite, so the rich control reads inconclusive by construction of the estimator and the "
-    "reading is capped whatever the lazy networks show (the quick runs: rich 'inconclusive 0.05, interval to "
-    "the grid edge' / 'misfit')"))
+# fixed by lazy2 (log–log slope with a bounded interval; was a strict xfail)
 def test_eta_delta_probe1_effect_in_the_lazy_nets_none_in_a_flat_rich_control_reads_reproduced():
     df = _raw_df(sphere_rich={"eta_p": 0.0}, raw_rich={"eta_p": 0.0})
     got = {cid: exponent_claim(df, cid, raw=cid.startswith("raw")) for cid in
@@ -124,10 +119,7 @@ def test_eta_delta_probe1_effect_in_the_lazy_nets_none_in_a_flat_rich_control_re
         assert _v(c) == REPRODUCED, (cid, c.control.verdict)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT (same estimator): a quantity moving against the theorem (η ∝ d^+½, ‖δ‖/‖x‖ rising) reads "
-    "inconclusive, not contradicted: power_exponent's profile for a falling 1/η reaches the grid edge p -> 0 "
-    "(interval infinite), so the exploratory readings cannot be contradicted from that side"))
+# fixed by lazy2 (log–log slope with a bounded interval; was a strict xfail)
 def test_eta_delta_probe2_a_quantity_moving_against_the_theorem_reads_contradicted():
     df = _df(eta_p=-0.5, b_scale=0.0)
     for cid in ("eta-scaling", "delta-scaling"):
@@ -219,10 +211,7 @@ def test_radius_transition_probe1_with_every_network_trained_reads_reproduced():
 
 # --- lazy-adversarial: eps-half-lazy-vs-control (exploratory) -------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT: the placebo (the rich control's even seeds against its odd seeds) has a true effect of exactly "
-    "the rule's threshold (0): it can read inconclusive or, by chance, contradicted, never contradicted as a "
-    "rule, so the reading is capped by construction (the engineer's own test records this)"))
+# fixed by lazy2 (the ratio's exponent in the theorem's band; was a strict xfail)
 def test_eps_margin_probe1_lazy_fall_against_a_flat_control_reads_reproduced():
     c = eps_margin_claim(_adv_df(control={"seeds": 6}))
     assert c.verdict_before_control == REPRODUCED
