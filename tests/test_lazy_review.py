@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
-from test_lazy_adversarial_claims import _adv_df, _radius_df, _transition
+from test_lazy_adversarial_claims import _adv_df
 from test_lazy_attack_claims import RICH, _df, _rows
 
 from robustlab import claims as cm
 from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
 from robustlab.studies.lazy.adversarial_claims import (
     eps_margin_claim,
-    radius_high_claim,
-    radius_low_claim,
-    radius_transition_claim,
 )
 from robustlab.studies.lazy.attack_claims import exponent_claim, generalise_claim
 from robustlab.studies.lazy.common import NON_LAZY_C0
@@ -143,53 +139,8 @@ def test_grad_scaling_a_control_left_with_no_rich_network_caps_the_claim():
 
 
 # --- lazy-adversarial: radius claims --------------------------------------------------------
-
-def test_radius_low_probe3_non_robust_at_twice_the_lazy_radius_passes_its_control():
-    c = radius_low_claim(_radius_df(lambda f, m: 0.95 / (1 + (3.0 / f) ** 30)))  # robust only from 3×
-    assert c.control.verdict.verdict == REPRODUCED and c.verdict_before_control == REPRODUCED
-    assert _v(c) == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
-
-
-def test_radius_high_probe3_robust_already_at_the_lazy_radius_passes_its_control():
-    c = radius_high_claim(_radius_df(lambda f, m: 0.95 / (1 + (0.7 / f) ** 30)))  # robust from 0.7×
-    assert c.control.verdict.verdict == REPRODUCED and c.verdict_before_control == REPRODUCED
-    assert _v(c) == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
-
-
-def test_radius_low_without_its_control_setting_in_the_grid_is_capped():
-    df = _radius_df(_transition)
-    c = radius_low_claim(df[df["R_factor"] != 2.0])
-    assert c.control.verdict.verdict == NOT_APPLICABLE and _v(c) == INCONCLUSIVE
-    assert "no working control" in c.decision.reason
-
-
-def _fits_from(df: pd.DataFrame, fit: pd.Series) -> pd.DataFrame:
-    """Networks that fit (clean 0.98) where ``fit``, else untrained (clean 0.3, robust 0)."""
-    df = df.assign(clean_acc=np.where(fit, 0.98, 0.3))
-    df.loc[~fit, "robust_acc"] = 0.0
-    return df
-
-
-def test_radius_transition_probes_1_and_3_need_networks_that_do_not_fit_at_small_radii():
-    base = _radius_df(_transition)
-    # (1) clean accuracy crosses 0.5 at a fixed radius (not tied to C0/√m): control contradicted
-    c = radius_transition_claim(_fits_from(base, base["radius"] >= 0.3))
-    assert c.control.verdict.verdict == CONTRADICTED and _v(c) == REPRODUCED
-    # (3) clean accuracy crosses 0.5 at a fixed number of lazy radii: the control passes
-    c = radius_transition_claim(_fits_from(base, base["R_factor"] >= 0.75))
-    assert c.control.verdict.verdict == REPRODUCED and _v(c) == INCONCLUSIVE
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT: radius-transition's control (clean accuracy read by the R½ rule) is not applicable by "
-    "construction whenever the networks fit at every radius of the sweep (clean accuracy never starts below "
-    "0.5) — the very condition the claim's 'trained' premise asks for; it can read anything only through "
-    "networks that fail to fit, so in the quick runs it is NA and the claim is capped (issue #51's finding, "
-    "radius claims not rebuilt)"))
-def test_radius_transition_probe1_with_every_network_trained_reads_reproduced():
-    c = radius_transition_claim(_radius_df(_transition))
-    assert c.verdict_before_control == REPRODUCED
-    assert _v(c) == REPRODUCED, c.control.verdict
+# lazy2 retired radius-low, radius-high and radius-transition (this file's probes of them, and the strict
+# xfail on radius-transition's NA control) for radius-growth, whose probes are in test_lazy_adversarial_claims.py
 
 
 # --- lazy-adversarial: eps-half-lazy-vs-control (exploratory) -------------------------------

@@ -47,8 +47,7 @@ from .figures import adversarial_figures as figures
 
 SOURCE = lvc.SOURCE
 eps_sharp_claim, eps_threshold_claim = lvc.eps_sharp_claim, lvc.eps_threshold_claim
-radius_low_claim, radius_high_claim = lvc.radius_low_claim, lvc.radius_high_claim
-radius_transition_claim = lvc.radius_transition_claim
+radius_growth_claim = lvc.radius_growth_claim
 claims = lvc.claims
 
 
@@ -138,15 +137,20 @@ STUDY = Study(
                 # from the standard init moved to C0_used 5.6–30 only, a lazy network by Def. 2.1)
                 {"size": [5, 10, 28], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "epochs": [20],
                  "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE]},
-                # the radius sweep in lazy radii: 1 (radius-low), 1.5 and 2 (radius-high)
-                {"size": [14], "eps": [0.2], "m": [64, 256], "R_factor": [0.5, 1.0, 1.5, 2.0, 4.0]},
+                # radius-growth (lazy2): ε curves at 1, 2 and 4 lazy radii, one (m, d), and the rich control
+                # in the same absolute balls (replaces the one-ε radius sweep of the retired radius-low /
+                # -high / -transition: 10 points with half at m = 256 and 30 epochs cost more than these 30)
+                {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [1.0, 2.0, 4.0],
+                 "epochs": [20]},
+                {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [1.0, 2.0, 4.0],
+                 "epochs": [20], "init_scale": [RICH_INIT_SCALE]},
             ),
             # Seeds from a power estimate (stats.seeds_for, power 0.9) on the former grid: the
             # halving-ε slope −0.48 against the band edge −0.7, per-(d, seed) spread 0.29 -> 8
             # seeds; robust accuracy at the smallest R 0.07 against 0.25, spread 0.11 -> 7.
             n_seeds=8,
-            description="5 sizes × 6 ε inside the ball C0=5, 3 of them for the rich control (init ×0.01, C0=1000); R sweep "
-                        "0.5–4 lazy radii for widths 64/256 at d=196; 8 seeds (from a power estimate)"),
+            description="5 sizes × 6 ε inside the ball C0=5, 3 of them for the rich control (init ×0.01, C0=1000); ε curves at "
+                        "1, 2, 4 lazy radii at m=64, d=196, lazy and rich; 8 seeds (from a power estimate)"),
         "paper": Preset(
             {"sphere": True, "C0": 5.0, "m": 256},
             (
@@ -155,8 +159,11 @@ STUDY = Study(
                 # and 3 values of d): 58 % of the ε grid's cost instead of 100 %
                 {"size": [5, 10, 28], "eps": [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8],
                  "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE]},
-                {"size": [14], "eps": [0.2], "m": [64, 256, 1024],
-                 "R_factor": [0.25, 0.5, 1.0, 1.25, 1.5, 2.0, 4.0]},
+                # radius-growth: ε curves per R at two widths, and the rich control in the same balls
+                {"size": [14], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "m": [64, 256],
+                 "R_factor": [1.0, 1.5, 2.0, 4.0]},
+                {"size": [14], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "m": [64, 256],
+                 "R_factor": [1.0, 1.5, 2.0, 4.0], "init_scale": [RICH_INIT_SCALE]},
             ),
             n_seeds=5,
             description="the authors' Alg. 1 (100 PGD steps of ε/40, lr 0.01, batch 32, patience 20, "
@@ -169,11 +176,10 @@ STUDY = Study(
     ensemble=True,
     weight=_work,
     claim_specs=lvc.SPECS,
-    populations={"the clean accuracy of the same networks": "the networks' clean test accuracy, read by the same rule",
-                 "placebo: the rich control's even seeds against its odd seeds":
+    populations={"placebo: the rich control's even seeds against its odd seeds":
                      "the rich control's networks split by seed parity"},
     premises=lvc.PREMISES,
 )
 
 __all__ = ["STUDY", "LazyAdversarialConfig", "run_points", "claims", "figures", "eps_sharp_claim",
-           "eps_threshold_claim", "radius_low_claim", "radius_high_claim", "radius_transition_claim"]
+           "eps_threshold_claim", "radius_growth_claim"]
