@@ -142,7 +142,9 @@ STUDY = Study(
                 # -high / -transition: 10 points with half at m = 256 and 30 epochs cost more than these 30)
                 {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [1.0, 2.0, 4.0],
                  "epochs": [20]},
-                {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [1.0, 2.0, 4.0],
+                # the rich control at radii where its ball binds (first run, lazy2: at 1/2/4 lazy radii it
+                # moved 0.71 of one lazy radius, so the ball never bound and its networks were identical)
+                {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [0.25, 0.5, 1.0],
                  "epochs": [20], "init_scale": [RICH_INIT_SCALE]},
             ),
             # Seeds from a power estimate (stats.seeds_for, power 0.9) on the former grid: the
@@ -163,7 +165,7 @@ STUDY = Study(
                 {"size": [14], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "m": [64, 256],
                  "R_factor": [1.0, 1.5, 2.0, 4.0]},
                 {"size": [14], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "m": [64, 256],
-                 "R_factor": [1.0, 1.5, 2.0, 4.0], "init_scale": [RICH_INIT_SCALE]},
+                 "R_factor": [0.25, 0.5, 1.0], "init_scale": [RICH_INIT_SCALE]},
             ),
             n_seeds=5,
             description="the authors' Alg. 1 (100 PGD steps of ε/40, lr 0.01, batch 32, patience 20, "

@@ -83,8 +83,9 @@ _WHY_EPS = (f"the rich regime (first layer {RICH_INIT_SCALE:g}× smaller at init
             "only networks whose input gradient is learned, gain >= 2, are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
             "margin on sphere-normalised resized digits is set by the images, which resizing barely "
             "changes, so its halving ε need not fall like d^−1/2 nor drop sharply")
-_WHY_RADIUS = (f"the rich network (first layer {RICH_INIT_SCALE:g}× smaller at init, premise rich: gain >= 2) in the "
-               "same absolute balls R_factor·C0/√m: its weights start at ≈ 0, so the ball is a per-neuron norm cap, and "
+_WHY_RADIUS = (f"the rich network (first layer {RICH_INIT_SCALE:g}× smaller at init, premise rich: gain >= 2) in balls "
+               "R_factor·C0/√m small enough to bind (0.25, 0.5, 1 lazy radii: unconstrained it moves 0.7 lazy radii): "
+               "its weights start at ≈ 0, so the ball is a per-neuron norm cap, and "
                "the bias-free two-layer ReLU network is 1-homogeneous in its first layer: a larger cap rescales f and "
                "∇ₓf alike and leaves sign(f), its boundary and ε½ unchanged, so the slope of log ε½ on log R is ≈ 0, "
                "below 0.5")
@@ -459,8 +460,8 @@ def _radius_rows(df: pd.DataFrame) -> pd.DataFrame:
 def _growth_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     """One (m, d) family: per (R_factor, seed) curve its ε½ (robust/clean falls to ½, interpolated in
     log ε; a curve starting at or below ½ or never halving gives no point, counted); the OLS slope of
-    log ε½ on log R_factor over the curves with R_factor >= 1 (t interval) above R_GROWTH_MIN."""
-    runs = runs[runs["R_factor"] >= 1.0]
+    log ε½ on log R_factor over the curves (t interval) above R_GROWTH_MIN. The grid sets the radii:
+    1, 2, 4 lazy radii for the lazy networks; radii where the ball binds for the rich control."""
     pts, total = [], 0
     for (f, _seed), g in _with_relative(runs[runs["eps"] > 0]).sort_values("eps").groupby(["R_factor", "seed"]):
         total += 1
