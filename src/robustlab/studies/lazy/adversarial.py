@@ -119,15 +119,14 @@ STUDY = Study(
             # needs 100–200 epochs to reach the "trained" bound, which the quick budget cannot
             # pay; the projection after every step keeps every network in its ball whatever the
             # step, but larger steps reach a different point of the ball (this weakens
-            # radius-high most: whether the freedom beyond C0/√m is used depends on training).
-            # Patience 5 armed at clean training accuracy 0.9 (or epoch 10), cap 20 epochs on
-            # the ε grid (median stop ~16) and 30 on the radius sweep (robust networks at 2–4
-            # lazy radii stop at ~26): the rule can fire, and cannot stop an untrained network
-            # (the old patience 5 counted from the untrained network and stopped ~1 seed in 8
-            # below its start).
+            # radius-growth most: whether the freedom beyond C0/√m is used depends on training).
+            # Patience 5 armed ONLY once clean training accuracy reaches 0.9 (lazy2: no burn-in;
+            # the burn-in at epoch 10 stopped ~50 networks a seed below the bound), and a hard cap
+            # of 20 epochs (a network at the cap is recorded stopped = False, epochs_run = 20):
+            # the rule cannot stop a network below the "trained" premise.
             {"sphere": True, "C0": 5.0, "m": 64, "max_train": 256, "attack_steps": 5,
              "attack_step_div": 2.0, "test_attack_steps": 20, "lr": 0.5, "patience": 5,
-             "patience_from": MIN_TRAINED, "burn_in": 10, "epochs": 30},
+             "patience_from": MIN_TRAINED, "burn_in": 0, "epochs": 20},
             (
                 # d = 25 and 49 included (where the paper preset failed); ε up to 0.8, where a
                 # d = 25 network's robust accuracy halves (ε½ ≈ 2.3/√d)
