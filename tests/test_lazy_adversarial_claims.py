@@ -295,3 +295,12 @@ def test_networks_stopped_below_the_trained_bound_are_named_with_the_claim_they_
     eps.loc[first, ["clean_acc", "stopped"]] = [0.6, True]
     t = eps_threshold_claim(eps).evidence["training"]
     assert t["stopped_below_bound"] == 1 and t["networks"][0]["would_enter"] == "eps-threshold"
+
+
+def test_the_quick_preset_never_arms_patience_below_the_trained_bound():
+    """Issue #53 (lazy2): patience counts only once clean training accuracy reaches the "trained"
+    bound — no burn-in — under a hard epoch cap (a network at the cap is recorded stopped = False);
+    test_lazy_train checks that such a rule trains an untrained network to the cap."""
+    from robustlab.studies.lazy.common import MIN_TRAINED
+    base = STUDY.presets["quick"].overrides
+    assert base["burn_in"] == 0 and base["patience_from"] == MIN_TRAINED and base["epochs"] == 20
