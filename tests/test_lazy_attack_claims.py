@@ -256,7 +256,7 @@ def test_c0_claim_is_decided_per_d_on_the_lazy_networks():
     # labels on the same networks: true slope 0 < 0.2), reads contradicted: a working control
     assert c.verdict_before_control == REPRODUCED and c.decision.verdict == REPRODUCED, (c.decision, c.control)
     assert c.control.verdict.verdict == CONTRADICTED and c.control.working
-    assert abs(c.evidence["control"]["delta"]["slope"]) < 0.15
+    assert all(abs(ev["delta"]["slope"]) < 0.15 for ev in c.evidence["control"].values())  # per d
     assert set(c.across["d"]) == {str(d) for d in DS}
 
 

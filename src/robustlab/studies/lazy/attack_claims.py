@@ -558,8 +558,9 @@ def c0_claim(df: pd.DataFrame) -> Claim:
         share = lazy_ok[kept["d"] == d].groupby(kept.loc[kept["d"] == d, "C0"]).mean()
         c0s = sorted(float(c) for c, v in share.items() if v >= 0.5)
         cells[f"{int(d)}"] = (lazy[(lazy["d"] == d) & lazy["C0"].isin(c0s)], c0s)
-    placebos = [c0_placebo(rows, c0s) for rows, c0s in cells.values() if len(c0s) >= 2]
-    ctrl = pd.concat(placebos) if placebos else None
+    # the placebo per d, judged at that d with the claim's rule, as the claim is (never pooled over d)
+    placebos = {key: c0_placebo(rows, c0s) for key, (rows, c0s) in cells.items() if len(c0s) >= 2}
+    controls: dict[str, cm.Control] = {}
     per, outside, control, ev = {}, {}, None, {}
     for key, (rows, c0s) in cells.items():
         # a (C0, d) cell is inside the regime when at least half its networks are lazy (as in _regime)
@@ -567,15 +568,21 @@ def c0_claim(df: pd.DataFrame) -> Claim:
             outside[key] = (f"lazy: {LAZY.description} for at least half the networks at {len(c0s)} value(s) "
                             f"of C0 here ({', '.join(f'{c:g}' for c in c0s) or 'none'})")
             continue
-        per[key], control = cm.judge(_SPEC[cid], c0_rule, rows, ctrl)
+        per[key], controls[key] = cm.judge(_SPEC[cid], c0_rule, rows, placebos[key])
         ev[key] = _c0_slopes(rows)[1]
     if not per:
         verdict, across_rec = cm.across("d", {}, outside=outside)
     else:
         verdict, across_rec = cm.across("d", per, outside=outside)
     evidence = {"per_d_slopes": ev, "C0": sorted(float(c) for c in kept["C0"].unique()), "outside": outside}
-    if ctrl is not None and len(ctrl):
-        evidence["control"] = _c0_slopes(ctrl)[1]
+    if controls:  # the claim carries its least favourable d's control: one that is not working, if any
+        def upper(k: str) -> float:  # how close a contradicted control came to passing
+            iv = controls[k].verdict.interval
+            return float(iv[1]) if iv and iv[1] is not None else float("inf")
+        key = next((k for k, c in controls.items() if not c.working), max(controls, key=upper))
+        control = controls[key]
+        evidence["control"] = {k: _c0_slopes(placebos[k])[1] for k in controls}
+        evidence["control_reported_at_d"] = key
     return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=[*exclusions, lexcl],
                  across=across_rec)
 
