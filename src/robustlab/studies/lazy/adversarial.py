@@ -78,8 +78,10 @@ def run_points(cfgs: list[LazyAdversarialConfig], device: str = "cpu") -> list:
         offsets = neuron_distance(*neuron_params(model), per_neuron=True)  # (E, m)
     g1, moved = input_grad_norm(model, data.x_test), weight_change(model)
     final = log.history[-1]
+    # compared as the stopping rule compares (a float32 tensor against the bound): 900/1000 is 0.9 in
+    # float32 but 0.89999998 as a Python float, which read "never reached" for networks the rule armed
     armed = [next((i + 1 for i, h in enumerate(log.history)
-                   if base.patience_from is not None and float(h["clean_train_acc"][e]) >= base.patience_from),
+                   if base.patience_from is not None and bool(h["clean_train_acc"][e] >= base.patience_from)),
                   None) for e in range(E)]
     lazy_r = base.C0 / math.sqrt(base.m)
     return [[{
