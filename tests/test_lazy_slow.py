@@ -16,7 +16,7 @@ from robustlab.studies.base import load
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 11), ("lazy-adversarial", 6)])
+@pytest.mark.parametrize("study, n_claims", [("lazy-attack", 11), ("lazy-adversarial", 4)])
 def test_quick_preset_runs_the_claims(tmp_path, study, n_claims):
     out = tmp_path / study
     assert main(["run", study, "--out", str(out), "--quiet"]) == 0
