@@ -451,9 +451,11 @@ def test_every_patch_bad_input():
 
 # -- A3 ---------------------------------------------------------------------------------------
 
-def eta_rows(law, missing=False, clip=0.8, etas=(5.0, 15.0, 60.0, 500.0), missing_seeds=(0,), unsat_law=None):
+def eta_rows(law, missing=False, clip=0.8, etas=(5.0, 15.0, 60.0, 500.0), missing_seeds=(0,), unsat_law=None,
+             step=200):
     """The η̃ sweep's final rows; a run whose clipped share exceeds ½ is in phase 2. ``unsat_law``: add
-    three unsaturated runs per η̃ (seeds 10–12, clipped share 0.2) crossing at that law (A3b's control)."""
+    three unsaturated runs per η̃ (seeds 10–12, clipped share 0.2) crossing at that law (A3b's control).
+    ``step``: the runs' horizon (the last probe: a run without a crossing is censored there)."""
     out = []
     runs = [(s, law, clip) for s in range(3)] + ([(s, unsat_law, 0.2) for s in (10, 11, 12)] if unsat_law else [])
     for eta in etas:
@@ -461,7 +463,7 @@ def eta_rows(law, missing=False, clip=0.8, etas=(5.0, 15.0, 60.0, 500.0), missin
             cross = None if (missing and s in missing_seeds) else lw(eta) * (1 + 0.03 * ((s % 10) - 1))
             c = cl_(eta) if callable(cl_) else cl_
             out.append(final(experiment="main" if eta == 15.0 else "eta", method="gradient_step",
-                             eta_tilde=eta, seed=s, cross_step=cross, b_peak_step=10, clip_frac_v_phase1=c,
+                             eta_tilde=eta, seed=s, cross_step=cross, b_peak_step=10, clip_frac_v_phase1=c, step=step,
                              clip_frac_v_before_cross=c, clip_frac_phase1=0.01,
                              saturation_step=5.0 if c > 0.5 else None,
                              **{**(PHASE2_COLS if c > 0.5 else NO_PHASE2), "clip_frac_v_max": c}))
@@ -690,6 +692,14 @@ def test_presets_plan_and_defaults_satisfy_assumption_2_3():
     rep = assumption_report(base.patch_spec(), q=base.q, eps=base.eps)
     assert rep["holds"], rep["violations"]
     assert math.isclose(base.eps, base.beta)  # the theory's attack erases v_y exactly
+
+
+def test_regime_d1024_is_the_one_chosen_group_of_the_regime_search():
+    # notes/fl2.md: one-step, k = 5, η̃ = 100, 1 seed, with every other setting of the regime search at d = 1024
+    pts = plan(STUDY, preset="regime-d1024").points
+    full = [p for p in plan(STUDY, preset="regime").points
+            if p.d == 1024 and p.k == 5 and p.method == "gradient_step" and p.eta_tilde == 100.0 and p.seed == 0]
+    assert len(pts) == 1 and pts == full
 
 
 def test_weights_order_the_groups_by_their_work(tmp_path):

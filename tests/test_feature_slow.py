@@ -41,6 +41,7 @@ def test_quick_preset_measurements(tmp_path):
                 "A2b-adversarial-robust-feature-attack", "A2c-adversarial-robust-linf-pgd", "A2g-robust-at-eps-span-v",
                 "A3a-two-phases", "A3b-crossing-time-inverse-eta"):
         assert c[cid]["verdict"] == "not applicable" and "phase-2" in c[cid]["reason"], cid
+    assert "eta-coverage" in c["A3b-crossing-time-inverse-eta"]["reason"]  # 0.5 … 50: 2 of the 4 decades it needs
     assert c["A2a-adversarial-A-rises-B-falls"]["evidence"]["phase2"]["met"] == 0
     f = c["A2f-adversarial-improves-robustness"]
     assert f["verdict"] == "reproduced" and f["control"]["verdict"] == "contradicted"

@@ -2,7 +2,7 @@
 the rich control (small init, C0 = 1000, its own premise gain >= 2; a planted control that passes
 too makes the claim inconclusive); the lazy premise per curve (gain <= 1.5); the
 "trained" premise per network (a planted under-trained curve or network is excluded and
-counted, not a reason for NA); radius-high decided at every R_factor in [1.25, 2]; and the
+counted, not a reason for NA); radius-growth (ε½ against R per (m, d), rich control); and the
 declarations."""
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from robustlab.studies.lazy.adversarial_claims import (
     eps_margin_claim,
     eps_sharp_claim,
     eps_threshold_claim,
-    radius_high_claim,
-    radius_low_claim,
-    radius_transition_claim,
+    radius_growth_claim,
 )
 from robustlab.studies.lazy.common import NON_LAZY_C0
 
@@ -142,79 +140,82 @@ def test_a_planted_under_trained_curve_is_excluded_not_a_reason_for_na():
     assert (ex["premise"], ex["excluded"], ex["of"]) == ("trained", 1, 2 * 5 * 3)  # lazy and control curves
 
 
-RF = [0.25, 0.5, 1.0, 1.25, 1.5, 2.0, 4.0]
+RF = [1.0, 2.0, 4.0]
+R_EPS = [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6]
 
 
-def _radius_df(curve, *, noise=0.0, seeds=3, clean=0.98):
+def _radius_df(eps_half, *, rich_eps_half=None, seeds=4, noise=0.05, clean=0.97, ms=(64,), d=196):
+    """ε curves at R = f·C0/√m: robust/clean = logistic drop in log ε around ``eps_half(f, m)``;
+    the rich control (init ×0.01, gain 20) around ``rich_eps_half(f, m)`` (flat at 0.3 unless told)."""
+    rich_eps_half = rich_eps_half or (lambda f, m: 0.3)
     rng = np.random.default_rng(0)
     rows = []
-    for m in (64, 256):
-        lazy_r = 5 / math.sqrt(m)
-        for s in range(seeds):
-            shift = float(np.exp(rng.normal(0, noise)))
-            for f in RF:
-                acc = float(np.clip(curve(f * shift, m) + 0.01 * rng.normal(), 0, 1))
-                rows.append({**BASE, "size": 14, "d": 196, "eps": 0.2, "seed": s, "m": m, "C0": 5.0,
-                             "R_factor": f, "radius": f * lazy_r, "clean_acc": clean, "robust_acc": acc,
-                             "offset_ratio": 1.0, "lazy_radius": lazy_r, "epochs_run": 10.0})
+    for rich, fn in ((False, eps_half), (True, rich_eps_half)):
+        for m in ms:
+            lazy_r = 5 / math.sqrt(m)
+            for s in range(seeds):
+                for f in RF:
+                    t = fn(f, m) * float(np.exp(rng.normal(0, noise)))
+                    for e in R_EPS:
+                        rel = 1 / (1 + (e / t) ** 6)
+                        rows.append({**BASE, "size": int(math.isqrt(d)), "d": d, "eps": e, "seed": s, "m": m,
+                                     "C0": 5.0, "R_factor": f, "radius": f * lazy_r, "clean_acc": clean,
+                                     "robust_acc": clean * rel, "offset_ratio": 1.0, "lazy_radius": lazy_r,
+                                     "epochs_run": 10.0, "init_scale": 0.01 if rich else 1.0,
+                                     "grad_gain": 20.0 if rich else 1.2})
     return pd.DataFrame(rows)
 
 
-def _transition(f, m):
-    return 0.95 / (1 + (1.1 / f) ** 30)  # in lazy radii, the same for every width: 0.05 at 1, 0.93 at 1.25
+def _growing(f, m):
+    return 0.16 * f  # the theorem's bound: ε½ ∝ R (slope 1)
 
 
-RADIUS = {"radius-low": radius_low_claim, "radius-high": radius_high_claim,
-          "radius-transition": radius_transition_claim}
+def test_radius_growth_reproduced_with_a_flat_rich_control():
+    c = radius_growth_claim(_radius_df(_growing))
+    assert c.id == "radius-growth" and c.kind == cm.CLAIM
+    assert c.decision.verdict == REPRODUCED, (c.decision, c.evidence)
+    assert c.decision.effect == pytest.approx(1.0, abs=0.1)
+    assert c.control.verdict.verdict == CONTRADICTED and c.control.verdict.effect == pytest.approx(0.0, abs=0.1)
 
 
-def test_radius_claims_reproduced_on_a_transition_at_the_lazy_radius():
-    for cid, claim in RADIUS.items():
-        c = claim(_radius_df(_transition))
-        assert c.id == cid and c.verdict_before_control == REPRODUCED, (cid, c.decision, c.evidence)
-        assert c.control is not None and c.control.verdict.verdict != REPRODUCED, (cid, c.control)
-        if cid == "radius-transition":  # every network fits (clean 0.98): the control's R½ does not exist
-            assert c.control.verdict.verdict == NOT_APPLICABLE and c.decision.verdict == INCONCLUSIVE
-            assert "no working control" in c.decision.reason
-        else:
-            assert c.decision.verdict == REPRODUCED and c.control.verdict.verdict == CONTRADICTED
-    c = radius_high_claim(_radius_df(_transition))
-    assert c.across == {"R_factor": {"1.25": REPRODUCED, "1.5": REPRODUCED, "2": REPRODUCED}}
-    t = radius_transition_claim(_radius_df(_transition))
-    assert t.evidence["slope"] == pytest.approx(-0.5, abs=0.05)
-
-
-@pytest.mark.parametrize("curve, cid, state", [
-    (lambda f, m: 0.9, "radius-low", CONTRADICTED),  # robust at every radius
-    (lambda f, m: 0.05, "radius-high", CONTRADICTED),  # never robust
-    (lambda f, m: _transition(f, m) if m == 64 else 0.1, "radius-high", CONTRADICTED),
-    (lambda f, m: _transition(f / math.sqrt(m / 64), m), "radius-transition", CONTRADICTED),  # R½ ∝ m^0
+@pytest.mark.parametrize("eps_half, state", [
+    (lambda f, m: 0.16, CONTRADICTED),                 # ε½ flat in R: no growth
+    (lambda f, m: 0.16 * f ** 0.2, CONTRADICTED),      # grows, far below half the bound's rate
+    (lambda f, m: 0.16 / f ** 0.5, CONTRADICTED),      # falls
 ])
-def test_radius_claims_reach_each_state(curve, cid, state):
-    c = RADIUS[cid](_radius_df(curve))
+def test_radius_growth_without_the_effect_is_not_reproduced(eps_half, state):
+    c = radius_growth_claim(_radius_df(eps_half))
     assert c.decision.verdict == state, (c.decision, c.evidence)
 
 
-def test_radius_high_contradicted_at_one_factor_is_contradicted():
-    """"Every R_factor in [1.25, 2]" is universal (issue #51): one contradicted value contradicts it."""
-    c = radius_high_claim(_radius_df(lambda f, m: 0.9 / (1 + (1.6 / f) ** 12)))  # 1.25 low, 2 high
-    assert c.decision.verdict == CONTRADICTED and "R_factor = 1.25" in c.decision.reason
-    assert c.across["R_factor"]["2"] == REPRODUCED
+def test_radius_growth_with_a_rich_control_that_grows_too_is_inconclusive():
+    c = radius_growth_claim(_radius_df(_growing, rich_eps_half=lambda f, m: 0.1 * f))
+    assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED
+    assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
 
 
-def test_a_planted_under_trained_network_is_excluded_from_the_radius_claims():
-    df = _radius_df(_transition, seeds=4)
-    bad = (df["m"] == 64) & (df["R_factor"] == 1.0) & (df["seed"] == 2)
-    df.loc[bad, "clean_acc"] = 0.55
-    df.loc[bad, "robust_acc"] = 0.9  # whatever it reads, it is not used
-    c = radius_low_claim(df)
+def test_radius_growth_is_decided_per_width_never_pooled():
+    """Issue #53: radius claims group by (m, d); one width without the growth contradicts."""
+    c = radius_growth_claim(_radius_df(lambda f, m: 0.16 * f if m == 64 else 0.16, ms=(64, 256)))
+    assert c.decision.verdict == CONTRADICTED
+    assert sorted(fam["m"] for fam in c.evidence["families"]) == [64, 256]
+
+
+def test_radius_growth_excludes_untrained_curves_and_needs_the_rich_premise():
+    df = _radius_df(_growing)
+    bad = (df["seed"] == 0) & (df["R_factor"] == 2.0) & (df["init_scale"] == 1.0)
+    df.loc[bad, "clean_acc"] = 0.5  # at every ε of the curve: its smallest-ε network is untrained
+    c = radius_growth_claim(df)
     assert c.decision.verdict == REPRODUCED
     assert c.to_dict()["excluded"][0]["excluded"] == 1
+    lazy_ctrl = _radius_df(_growing).assign(grad_gain=1.2)  # a "rich" control that stayed lazy: excluded
+    c = radius_growth_claim(lazy_ctrl)
+    assert c.control.verdict.verdict == NOT_APPLICABLE and c.decision.verdict == INCONCLUSIVE
 
 
 def test_every_builtin_claim_has_a_control_and_declared_premises():
     specs = {s.id: s for s in STUDY.claim_specs}
-    df = pd.concat([_adv_df(), _radius_df(_transition)])
+    df = pd.concat([_adv_df(), _radius_df(_growing)])
     kinds = {}
     for c in claims(df, None):
         assert c.id in specs and c.kind == specs[c.id].kind
@@ -222,21 +223,24 @@ def test_every_builtin_claim_has_a_control_and_declared_premises():
         if c.kind == cm.CLAIM:
             assert specs[c.id].control is not None and c.control is not None, c.id
     assert kinds.pop("eps-half-lazy-vs-control") == cm.EXPLORATORY
-    # robustlab's reading with thresholds the paper does not state (issues #51, #53)
-    assert kinds.pop("radius-low") == kinds.pop("radius-high") == cm.EXPLORATORY
+    # lazy2: radius-low / -high / -transition retired for radius-growth (a claim)
+    assert "radius-low" not in kinds and "radius-transition" not in kinds and kinds["radius-growth"] == cm.CLAIM
     assert set(kinds.values()) == {cm.CLAIM}
 
 
 # the exploratory question: the lazy ε½ over the control's, from the smallest d to the largest
 
 def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
-    c = eps_margin_claim(_adv_df())  # lazy 2.3/√d, control flat at 0.3
+    c = eps_margin_claim(_adv_df(control={"seeds": 6}))  # lazy 2.3/√d, control flat at 0.3 (3 + 3 placebo halves)
     assert c.kind == cm.EXPLORATORY and c.verdict_before_control == REPRODUCED, (c.decision, c.evidence)
-    # its placebo (the control's even seeds against its odd ones) does not pass; it cannot read
-    # contradicted either (its true effect is 0, the rule's threshold is 0), so the reading is capped
-    assert c.control is not None and c.control.verdict.verdict in (INCONCLUSIVE, NOT_APPLICABLE), c.control
-    assert c.decision.verdict == INCONCLUSIVE and "no working control" in c.decision.reason
+    # its placebo (the control's even seeds against its odd ones, true exponent 0) reads contradicted
+    # against the theorem's band [−0.7, −0.3] (lazy2: the old rule "below 0" had the placebo's true
+    # effect on its threshold and capped the reading by construction)
+    assert c.control is not None and c.control.verdict.verdict == CONTRADICTED, c.control
+    assert c.decision.verdict == REPRODUCED
+    assert c.decision.effect == pytest.approx(-0.5, abs=0.1)
     ev = c.evidence
+    assert ev["ratio_exponent"] == pytest.approx(math.log(ev["ratio_change"]) / math.log(784 / 25), rel=1e-12)
     assert (ev["d_low"], ev["d_high"]) == (25, 784)
     per = {row["d"]: row for row in ev["per_d"]}
     # the change is the quotient of the two ratios of geometric means, exactly
@@ -249,7 +253,7 @@ def test_eps_margin_reads_the_lazy_fall_against_a_flat_control():
 
 @pytest.mark.parametrize("control, state", [
     ({"threshold": lambda d: 20.0 / d, "steep": 6.0}, CONTRADICTED),  # the control falls faster than the lazy nets
-    ({"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0, "noise": 0.3}, INCONCLUSIVE),  # both fall alike
+    ({"threshold": lambda d: 2.0 / math.sqrt(d), "steep": 6.0}, CONTRADICTED),  # both fall alike: exponent 0
 ])
 def test_eps_margin_can_fail(control, state):
     c = eps_margin_claim(_adv_df(control=control))
@@ -265,13 +269,13 @@ def test_eps_margin_needs_the_control_at_two_sizes():
 
 
 def test_eps_margin_with_a_placebo_that_passes_too_is_inconclusive():
-    # a control whose even seeds fall like d^−½ and odd seeds stay flat: the halves part with d
-    # (the lazy networks fall like 1/d, so that they still part from the mixed control)
-    ds = (25, 100, 196)
-    even = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 2.3 / math.sqrt(d), seed=9, seeds=4, ds=ds))
-    odd = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 0.3, seed=10, seeds=4, ds=ds))
+    # a control whose even seeds fall like d^−½ and odd seeds stay flat: the halves part like d^−½
+    # (the lazy networks fall like d^−¾, so that they part from the mixed control, ≈ d^−¼, like d^−½)
+    ds = (25, 196, 784)
+    even = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 2.3 / math.sqrt(d), seed=9, seeds=6, ds=ds))
+    odd = pd.DataFrame(_curves(C0=NON_LAZY_C0, threshold=lambda d: 0.3, seed=10, seeds=6, ds=ds))
     even["seed"], odd["seed"] = 2 * even["seed"], 2 * odd["seed"] + 1
-    df = pd.concat([pd.DataFrame(_curves(threshold=lambda d: 4.0 / d, seeds=8, ds=ds)), even, odd])
+    df = pd.concat([pd.DataFrame(_curves(threshold=lambda d: 8.0 * d ** -0.75, seeds=8, ds=ds)), even, odd])
     c = eps_margin_claim(df)
     assert c.verdict_before_control == REPRODUCED and c.control.verdict.verdict == REPRODUCED, c.control
     assert c.decision.verdict == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
@@ -280,14 +284,12 @@ def test_eps_margin_with_a_placebo_that_passes_too_is_inconclusive():
 def test_networks_stopped_below_the_trained_bound_are_named_with_the_claim_they_would_enter():
     """Issue #53: a stopping rule armed by the burn-in may stop a network below the premise; the
     study says which claim each such network would have entered."""
-    df = _radius_df(_transition).assign(stopped=False)
-    hit = (df["m"] == 64) & (df["seed"] == 0) & (df["R_factor"].isin([0.5, 1.0, 1.5]))
+    df = _radius_df(_growing).assign(stopped=False)
+    hit = (df["seed"] == 0) & (df["eps"] == R_EPS[0]) & (df["init_scale"] == 1.0)
     df.loc[hit, ["clean_acc", "stopped"]] = [0.6, True]
-    t = radius_transition_claim(df).evidence["training"]
+    t = radius_growth_claim(df).evidence["training"]
     assert t["stopped_below_bound"] == 3 and t["at_cap_below_bound"] == 0
-    entered = {n["R_factor"]: n["would_enter"] for n in t["networks"]}
-    assert entered[0.5] == "radius-transition" and entered[1.0].startswith("radius-low")
-    assert entered[1.5] == "radius-high, radius-transition"
+    assert {n["would_enter"] for n in t["networks"]} == {"radius-growth"}
     eps = _adv_df().assign(stopped=False)
     first = (eps["C0"] == 5.0) & (eps["d"] == 100) & (eps["seed"] == 0) & (eps["eps"] == EPS[0])
     eps.loc[first, ["clean_acc", "stopped"]] = [0.6, True]
@@ -295,13 +297,10 @@ def test_networks_stopped_below_the_trained_bound_are_named_with_the_claim_they_
     assert t["stopped_below_bound"] == 1 and t["networks"][0]["would_enter"] == "eps-threshold"
 
 
-def test_radius_sweeps_at_other_d_or_eps_are_not_pooled():
-    """Issue #53: radius claims group by (m, d, ε); a second sweep is judged on its own."""
-    one = _radius_df(_transition)
-    other = _radius_df(lambda f, m: 0.9).assign(eps=0.05)  # robust at every radius at a small ε
-    c = radius_low_claim(pd.concat([one, other]))
-    assert c.decision.verdict == CONTRADICTED  # the ε = 0.05 sweep contradicts "non-robust at R = C0/√m"
-    assert {(r["m"], r["eps"]) for r in c.evidence["per_width"]["1"]} == {(64, 0.2), (256, 0.2), (64, 0.05), (256, 0.05)}
-    assert radius_low_claim(one).decision.verdict == REPRODUCED
-    t = radius_transition_claim(pd.concat([one, other.assign(eps=0.05)]))
-    assert [s["eps"] for s in t.evidence["sweeps"]] == [0.05, 0.2]
+def test_the_quick_preset_never_arms_patience_below_the_trained_bound():
+    """Issue #53 (lazy2): patience counts only once clean training accuracy reaches the "trained"
+    bound — no burn-in — under a hard epoch cap (a network at the cap is recorded stopped = False);
+    test_lazy_train checks that such a rule trains an untrained network to the cap."""
+    from robustlab.studies.lazy.common import MIN_TRAINED
+    base = STUDY.presets["quick"].overrides
+    assert base["burn_in"] == 0 and base["patience_from"] == MIN_TRAINED and base["epochs"] == 20

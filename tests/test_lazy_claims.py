@@ -108,10 +108,8 @@ def test_tiny_lazy_adversarial_run_end_to_end(tmp_path):
     assert (res["robust_acc"] <= res["clean_acc"]).all()
     assert (out / "figures" / "robust_vs_eps.png").exists()
     got = json.loads((out / "claims.json").read_text())
-    assert {c["id"] for c in got} == {"eps-sharp-drop", "eps-threshold", "radius-low", "radius-high",
-                                      "radius-transition", "eps-half-lazy-vs-control"}
-    assert all(c["kind"] == ("exploratory" if c["id"] in ("eps-half-lazy-vs-control", "radius-low", "radius-high")
-                              else "claim")
+    assert {c["id"] for c in got} == {"eps-sharp-drop", "eps-threshold", "radius-growth", "eps-half-lazy-vs-control"}
+    assert all(c["kind"] == ("exploratory" if c["id"] == "eps-half-lazy-vs-control" else "claim")
                and "excluded" in c for c in got)
 
 

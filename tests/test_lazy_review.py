@@ -14,19 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
-from test_lazy_adversarial_claims import _adv_df, _radius_df, _transition
-from test_lazy_attack_claims import C0_PLANT, RICH, _df, _rows
+from test_lazy_adversarial_claims import _adv_df
+from test_lazy_attack_claims import RICH, _df, _rows
 
 from robustlab import claims as cm
 from robustlab.stats import CONTRADICTED, INCONCLUSIVE, NOT_APPLICABLE, REPRODUCED
 from robustlab.studies.lazy.adversarial_claims import (
     eps_margin_claim,
-    radius_high_claim,
-    radius_low_claim,
-    radius_transition_claim,
 )
-from robustlab.studies.lazy.attack_claims import c0_claim, exponent_claim, generalise_claim
+from robustlab.studies.lazy.attack_claims import exponent_claim, generalise_claim
 from robustlab.studies.lazy.common import NON_LAZY_C0
 
 
@@ -109,12 +105,7 @@ def test_eta_scaling_probe2_a_rising_eta_is_not_reproduced_and_never_reads_falli
     assert c.verdict_before_control != REPRODUCED and c.decision.effect > 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT: the exploratory exponents' control cannot read contradicted when the effect is absent in the "
-    "commonest way (η, ‖δ‖ flat in d): stats.power_exponent's profile reaches its grid edge p -> 0 and the "
-    "interval is infinite, so the rich control reads inconclusive by construction of the estimator and the "
-    "reading is capped whatever the lazy networks show (the quick runs: rich 'inconclusive 0.05, interval to "
-    "the grid edge' / 'misfit')"))
+# fixed by lazy2 (log–log slope with a bounded interval; was a strict xfail)
 def test_eta_delta_probe1_effect_in_the_lazy_nets_none_in_a_flat_rich_control_reads_reproduced():
     df = _raw_df(sphere_rich={"eta_p": 0.0}, raw_rich={"eta_p": 0.0})
     got = {cid: exponent_claim(df, cid, raw=cid.startswith("raw")) for cid in
@@ -124,10 +115,7 @@ def test_eta_delta_probe1_effect_in_the_lazy_nets_none_in_a_flat_rich_control_re
         assert _v(c) == REPRODUCED, (cid, c.control.verdict)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT (same estimator): a quantity moving against the theorem (η ∝ d^+½, ‖δ‖/‖x‖ rising) reads "
-    "inconclusive, not contradicted: power_exponent's profile for a falling 1/η reaches the grid edge p -> 0 "
-    "(interval infinite), so the exploratory readings cannot be contradicted from that side"))
+# fixed by lazy2 (log–log slope with a bounded interval; was a strict xfail)
 def test_eta_delta_probe2_a_quantity_moving_against_the_theorem_reads_contradicted():
     df = _df(eta_p=-0.5, b_scale=0.0)
     for cid in ("eta-scaling", "delta-scaling"):
@@ -144,85 +132,20 @@ def test_grad_scaling_a_control_left_with_no_rich_network_caps_the_claim():
 
 # --- lazy-attack: c0-more-robust ------------------------------------------------------------
 
-def test_c0_probe3_init_measurements_that_grow_with_c0_pass_the_control():
-    df = _df(**C0_PLANT)
-    k = df["C0"].clip(upper=40) / 10
-    df["init_delta"], df["init_grad"] = df["init_delta"] * k ** 0.5, df["init_grad"] * k ** 0.3
-    c = c0_claim(df)
-    assert c.control.verdict.verdict == REPRODUCED and _v(c) == INCONCLUSIVE
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT (known, documented by the engineer): c0-more-robust's control is the same networks at "
-    "initialisation, where C0 plays no role: its slope on log C0 is 0 ± noise by construction, the rule "
-    "(slope > 0) can only read inconclusive there, so the claim is capped at inconclusive whatever the "
-    "trained networks show; it can never read reproduced (no smallest effect of interest, no other control)"))
-def test_c0_probe1_effect_in_the_trained_nets_and_a_realistic_init_control_reads_reproduced():
-    df = _df(**C0_PLANT)
-    rng = np.random.default_rng(1)  # init measurements: independent of C0, seed-to-seed noise only
-    df["init_delta"] = df["init_delta"] * np.exp(rng.normal(0, 0.05, len(df)))
-    df["init_grad"] = df["init_grad"] * np.exp(rng.normal(0, 0.05, len(df)))
-    c = c0_claim(df)
-    assert c.verdict_before_control == REPRODUCED
-    assert _v(c) == REPRODUCED, c.control.verdict
+# lazy2 replaced the init control (0 by construction; this file's probe 3 and strict-xfail probe 1) by a
+# within-C0 placebo with a smallest effect 0.2 for ‖δ‖: its probes are in test_lazy_attack_claims.py
+# (test_c0_claim_is_decided_per_d_on_the_lazy_networks, test_c0_placebo_with_the_effect_planted_passes_and_caps_the_claim,
+# test_c0_claim_a_delta_growing_below_the_smallest_effect_is_contradicted).
 
 
 # --- lazy-adversarial: radius claims --------------------------------------------------------
-
-def test_radius_low_probe3_non_robust_at_twice_the_lazy_radius_passes_its_control():
-    c = radius_low_claim(_radius_df(lambda f, m: 0.95 / (1 + (3.0 / f) ** 30)))  # robust only from 3×
-    assert c.control.verdict.verdict == REPRODUCED and c.verdict_before_control == REPRODUCED
-    assert _v(c) == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
-
-
-def test_radius_high_probe3_robust_already_at_the_lazy_radius_passes_its_control():
-    c = radius_high_claim(_radius_df(lambda f, m: 0.95 / (1 + (0.7 / f) ** 30)))  # robust from 0.7×
-    assert c.control.verdict.verdict == REPRODUCED and c.verdict_before_control == REPRODUCED
-    assert _v(c) == INCONCLUSIVE and cm.NOT_DISCRIMINATING in c.decision.reason
-
-
-def test_radius_low_without_its_control_setting_in_the_grid_is_capped():
-    df = _radius_df(_transition)
-    c = radius_low_claim(df[df["R_factor"] != 2.0])
-    assert c.control.verdict.verdict == NOT_APPLICABLE and _v(c) == INCONCLUSIVE
-    assert "no working control" in c.decision.reason
-
-
-def _fits_from(df: pd.DataFrame, fit: pd.Series) -> pd.DataFrame:
-    """Networks that fit (clean 0.98) where ``fit``, else untrained (clean 0.3, robust 0)."""
-    df = df.assign(clean_acc=np.where(fit, 0.98, 0.3))
-    df.loc[~fit, "robust_acc"] = 0.0
-    return df
-
-
-def test_radius_transition_probes_1_and_3_need_networks_that_do_not_fit_at_small_radii():
-    base = _radius_df(_transition)
-    # (1) clean accuracy crosses 0.5 at a fixed radius (not tied to C0/√m): control contradicted
-    c = radius_transition_claim(_fits_from(base, base["radius"] >= 0.3))
-    assert c.control.verdict.verdict == CONTRADICTED and _v(c) == REPRODUCED
-    # (3) clean accuracy crosses 0.5 at a fixed number of lazy radii: the control passes
-    c = radius_transition_claim(_fits_from(base, base["R_factor"] >= 0.75))
-    assert c.control.verdict.verdict == REPRODUCED and _v(c) == INCONCLUSIVE
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT: radius-transition's control (clean accuracy read by the R½ rule) is not applicable by "
-    "construction whenever the networks fit at every radius of the sweep (clean accuracy never starts below "
-    "0.5) — the very condition the claim's 'trained' premise asks for; it can read anything only through "
-    "networks that fail to fit, so in the quick runs it is NA and the claim is capped (issue #51's finding, "
-    "radius claims not rebuilt)"))
-def test_radius_transition_probe1_with_every_network_trained_reads_reproduced():
-    c = radius_transition_claim(_radius_df(_transition))
-    assert c.verdict_before_control == REPRODUCED
-    assert _v(c) == REPRODUCED, c.control.verdict
+# lazy2 retired radius-low, radius-high and radius-transition (this file's probes of them, and the strict
+# xfail on radius-transition's NA control) for radius-growth, whose probes are in test_lazy_adversarial_claims.py
 
 
 # --- lazy-adversarial: eps-half-lazy-vs-control (exploratory) -------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DEFECT: the placebo (the rich control's even seeds against its odd seeds) has a true effect of exactly "
-    "the rule's threshold (0): it can read inconclusive or, by chance, contradicted, never contradicted as a "
-    "rule, so the reading is capped by construction (the engineer's own test records this)"))
+# fixed by lazy2 (the ratio's exponent in the theorem's band; was a strict xfail)
 def test_eps_margin_probe1_lazy_fall_against_a_flat_control_reads_reproduced():
     c = eps_margin_claim(_adv_df(control={"seeds": 6}))
     assert c.verdict_before_control == REPRODUCED

@@ -94,6 +94,7 @@ from .presets import (
     PAPER_GRID,
     PAPER_MNIST_GRID,
     QUICK_GRID,
+    REGIME_D1024_GROUP,
     REGIME_GRID,
     SOURCE,
     FeatureLearningConfig,
@@ -129,6 +130,9 @@ STUDY = Study(
                              description="the regime search at d = 64 only (a slice)"),
         "regime-d256": Preset({}, [b for b in REGIME_GRID if b["d"] == [256]], n_seeds=2,
                               description="the regime search at d = 256 only (a slice)"),
+        "regime-d1024": Preset({}, [REGIME_D1024_GROUP], n_seeds=1,
+                               description="the regime search's single most informative group at d = 1024: one-step, "
+                                           "k = 5, eta~ = 100, 1 seed (the whole d = 1024 block is ~23,000 CPU-s)"),
         "paper-mnist": Preset(PAPER_BASE, PAPER_MNIST_GRID, n_seeds=5,
                               description="A6 on the full MNIST (60,000 training images), the paper preset's "
                                           "mnist5k protocol: needs --data-dir, a folder holding mnist.pkl.gz "

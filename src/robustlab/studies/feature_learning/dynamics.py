@@ -14,6 +14,19 @@ factor. A polylog factor log η̃ on T ∝ η̃⁻¹ shifts the log–log slope 
 η̃ ≈ 55, the middle of a two-decade fit over 5–500: hence the band [−1.25, −0.75], fixed from the
 statement before any fit. A fit over less than two decades of η̃ cannot tell −1 from a log factor,
 so A3b asks for at least two decades among the runs it keeps.
+
+Censoring (issue 52, session 2). A kept run that never crosses within its horizon H has a crossing time
+T > H: it is right-censored, never dropped. The rule reads, per η̃ value, the Kaplan–Meier median of the
+crossing times (exact while fewer than half the runs there are censored; otherwise only a lower bound, a
+*censored median*), fits the log–log slope of the medians on η̃, and takes its interval from a stratified
+bootstrap over the runs at each η̃; a censored median opens the interval on the side a larger median would
+move the slope (+∞ above the fit's mean log η̃, −∞ below). A censored time is used only as the bound it is.
+
+Coverage. The claim's saturated runs and its control's unsaturated runs each need two decades of η̃; with
+saturation growing with η̃ (the law's trigger) they split one grid, so a preset decides A3b only with >= 4
+decades of η̃ (or populations that interleave). On a shorter grid A3b is not applicable, naming
+``eta-coverage`` ("undecidable as designed"), rather than inconclusive for want of a working control
+(a verdict its own rule contradicts stands: a control only guards "reproduced").
 """
 
 from __future__ import annotations
@@ -47,9 +60,9 @@ from .common import (
 from .presets import FeatureLearningConfig
 
 UNSATURATED = "unsaturated"
-POPULATIONS = {UNSATURATED: "the η̃ sweep's one-step runs that are active, stay in the small-weight regime and have "
-                            "two phases, but whose perturbation never clips more than half its v_y coordinates before "
-                            "the crossing (measured inside each run: clip_frac_v_before_cross)"}
+POPULATIONS = {UNSATURATED: "the η̃ sweep's one-step runs that are active and stay in the small-weight regime, but "
+                            "whose perturbation never clips more than half its v_y coordinates before the crossing "
+                            "(measured inside each run: clip_frac_v_before_cross; runs that never cross: censored)"}
 PHASES_MIN = 0.75  # A3a: the share of runs with two phases ("w.h.p." read as >= 3 in 4)
 SLOPE_BAND = (-1.0 - SLOPE_TOL, -1.0 + SLOPE_TOL)
 DECADES_MIN = 2.0  # A3b: the η̃ range the fit must span, in decades
@@ -72,11 +85,11 @@ DYNAMICS_SPECS = [
                      "by construction (Lemma 5.1: B grows, A stays at its initial scale); the share of runs where "
                      "B leads then A overtakes for good must be far below 3 in 4 there")),
     cl.ClaimSpec("A3b-crossing-time-inverse-eta",
-                 premises=("assumption-2.3", "active", "small-weights", "two-phases", "saturated", PHASE2),
+                 premises=("assumption-2.3", "active", "small-weights", "saturated", PHASE2),
                  min_points=3,
                  control=cl.ControlSpec(
                      UNSATURATED,
-                     "the same slope rule on the η̃ sweep's active two-phase runs whose perturbation never saturates: "
+                     "the same slope rule on the η̃ sweep's active runs whose perturbation never saturates: "
                      "the law's trigger (phase 2) never fires there, so the theory predicts no Θ(1/η̃) and the slope "
                      "must leave the band around −1 (it rose with η̃ at the quick and paper presets)")),
     cl.ClaimSpec("A3c-phase-2-reached", kind=cl.EXPLORATORY),
@@ -104,14 +117,93 @@ def _rule_phases(pts: pd.DataFrame) -> stats.Verdict:
                         reason="share of runs where B grows and leads, then A overtakes for good")
 
 
+COVERAGE = "eta-coverage"
+N_BOOT = 2000  # A3b's stratified bootstrap (numpy seed 0: deterministic)
+
+
+def km_median(times: np.ndarray, censored: np.ndarray) -> tuple[float, bool]:
+    """Kaplan–Meier median of right-censored times: the smallest event time where the survival falls to
+    <= 1/2, and False; when it never does, the largest time (a lower bound on the median) and True."""
+    order = np.lexsort((censored, times))  # at a tie, events before censorings (the KM convention)
+    surv, at_risk = 1.0, len(times)
+    for t, c in zip(times[order], censored[order]):
+        if not c:
+            surv *= 1.0 - 1.0 / at_risk
+            if surv <= 0.5 + 1e-12:
+                return float(t), False
+        at_risk -= 1
+    return float(times.max()), True
+
+
+def _crossing_times(pts: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's crossing step, or its horizon (the last probe) when it never crossed: (times, censored)."""
+    cross = pd.to_numeric(pts["cross_step"], errors="coerce").to_numpy(float)
+    horizon = pd.to_numeric(pts["step"] if "step" in pts.columns else pts["steps"], errors="coerce").to_numpy(float)
+    censored = ~np.isfinite(cross)
+    return np.where(censored, horizon, cross), censored
+
+
+def _median_slope(x: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float, float]:
+    """(slope with censored medians at their bound, lowest and highest slope the censored medians allow)."""
+    meds = [km_median(t, c) for t, c in groups]
+    y = np.log([m for m, _ in meds])
+    slope = float(np.polyfit(x, y, 1)[0])
+    w = x - x.mean()
+    up = any(cen and wi > 1e-12 for (_, cen), wi in zip(meds, w))  # a larger median there raises the slope
+    down = any(cen and wi < -1e-12 for (_, cen), wi in zip(meds, w))
+    return slope, (-math.inf if down else slope), (math.inf if up else slope)
+
+
 def _slope(pts: pd.DataFrame, eta: pd.Series | None = None) -> stats.Verdict:
     eta = pts["eta_tilde"] if eta is None else eta
     span = math.log10(float(eta.max()) / float(eta.min())) if len(eta) else 0.0
     if eta.nunique() < 3 or span < DECADES_MIN:
         return stats.not_applicable(f"the kept runs span {span:.2f} decades of η̃ at {eta.nunique()} values; the "
                                     f"fit needs >= {DECADES_MIN:g} decades at >= 3 values")
-    e = stats.slope_estimate(eta, pts["cross_step"], log_x=True, log_y=True)
-    return stats.decide(e, threshold=SLOPE_BAND, side="inside", reason="log–log slope of the crossing step on η̃")
+    times, censored = _crossing_times(pts)
+    values = np.sort(eta.astype(float).unique())
+    groups = [(times[(eta == v).to_numpy()], censored[(eta == v).to_numpy()]) for v in values]
+    x = np.log(values)
+    value, low, high = _median_slope(x, groups)
+    rng = np.random.default_rng(0)
+    lows, highs = np.empty(N_BOOT), np.empty(N_BOOT)
+    for b in range(N_BOOT):
+        sample = []
+        for t, c in groups:
+            i = rng.integers(0, len(t), len(t))
+            sample.append((t[i], c[i]))
+        _, lows[b], highs[b] = _median_slope(x, sample)
+    low = min(low, float(np.quantile(lows, 0.025, method="lower")))
+    high = max(high, float(np.quantile(highs, 0.975, method="higher")))
+    n_cens = int(censored.sum())
+    e = stats.Estimate(value, low, high, int(len(pts)),
+                       f"log–log OLS slope of the Kaplan–Meier median crossing step per η̃ ({len(values)} values; "
+                       f"{n_cens} of {len(pts)} runs censored at their horizon), stratified bootstrap "
+                       f"({N_BOOT} resamples)", units_per_seed=float(len(values)))
+    return stats.decide(e, threshold=SLOPE_BAND, side="inside",
+                        reason="log–log slope of the median crossing step on η̃ (runs that never cross: censored)")
+
+
+def _decades(values: pd.Series) -> tuple[float, int]:
+    v = pd.to_numeric(values, errors="coerce").dropna()
+    v = v[v > 0]
+    return (math.log10(float(v.max()) / float(v.min())) if len(v) else 0.0), int(v.nunique())
+
+
+def _eta_coverage(fin: pd.DataFrame, kept: pd.DataFrame, ctrl: pd.DataFrame) -> stats.Verdict | None:
+    """A3b's design check: not applicable, naming ``eta-coverage``, when the claim's or the control's runs
+    lack their two decades of η̃ and the one-step grid spans fewer than 2·DECADES_MIN decades (the two
+    populations split one grid, so no outcome of such a grid could decide claim and control both)."""
+    (ck, nk), (cc, nc), (cg, ng) = _decades(kept["eta_tilde"]), _decades(ctrl["eta_tilde"]), _decades(fin["eta_tilde"])
+    covered = ck >= DECADES_MIN and nk >= 3 and cc >= DECADES_MIN and nc >= 3
+    if covered or cg >= 2 * DECADES_MIN:
+        return None
+    return stats.not_applicable(
+        f"undecidable as designed ({COVERAGE}): the one-step runs' η̃ grid spans {cg:.2f} decades at {ng} values "
+        f"({float(fin['eta_tilde'].min()):g} … {float(fin['eta_tilde'].max()):g}); the claim's saturated runs and "
+        f"its control's unsaturated runs each need >= {DECADES_MIN:g} decades at >= 3 values, and saturation grows "
+        f"with η̃ (the law's trigger), so one grid must span >= {2 * DECADES_MIN:g} decades (kept: claim "
+        f"{ck:.2f} decades at {nk} values, control {cc:.2f} at {nc})")
 
 
 def claim_two_phases(df: pd.DataFrame) -> list[Claim]:
@@ -121,7 +213,8 @@ def claim_two_phases(df: pd.DataFrame) -> list[Claim]:
             f"judged on runs whose attack is active (reaches ε along v_y on >= {ACTIVE_MIN:g} of the non-robust "
             f"patches) and which stay in the small-weight regime (max(A, B) <= {DIVERGED:g})")
     st_b = (f"the crossing time scales like Θ(1/η̃) where the one-step perturbation saturates (more than "
-            f"{SATURATED:g} of its v_y coordinates clipped before the crossing): log–log slope inside "
+            f"{SATURATED:g} of its v_y coordinates clipped before the crossing): log–log slope of the Kaplan–Meier "
+            f"median crossing step per η̃ (runs that never cross: censored at their horizon) inside "
             f"[{SLOPE_BAND[0]:g}, {SLOPE_BAND[1]:g}] over >= {DECADES_MIN:g} decades of η̃")
     ids = ("A3a-two-phases", "A3b-crossing-time-inverse-eta")
     fin = rows(df, "final", experiment=["main", "eta"], method="gradient_step")
@@ -138,6 +231,13 @@ def claim_two_phases(df: pd.DataFrame) -> list[Claim]:
     unsat = cl.apply_premises(fin, [PREMISES[p] for p in unsat_premises])[0]
     unsat = unsat[~PREMISES["saturated"].mask(unsat)] if len(unsat) else unsat
     vb, cb, exc_b, kept_b = judge_pair(spec_b, _slope, fin, unsat, control_premises=())
+    # the grid could not give claim and control their decades whatever the runs did: not applicable, saying so
+    # first, where the engine would read "inconclusive: no working control" (a contradicted claim stands: a
+    # control only guards "reproduced")
+    cov = _eta_coverage(fin, kept_b, unsat)
+    if cov is not None and vb.verdict != stats.CONTRADICTED:
+        vb = dataclasses.replace(cov, reason=cov.reason + (f"; premises: {vb.reason}"
+                                                           if vb.verdict == stats.NOT_APPLICABLE else ""))
     ev = {**_a3_evidence(fin, kept_b), "phase2": phase2_count(fin)}
     src = cite("Lemma 5.2 / Sec. 5; answer to reviewer Q2")
     no_p2 = tuple(p for p in spec_a.premises if p != PHASE2)

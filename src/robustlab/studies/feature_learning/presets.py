@@ -309,6 +309,12 @@ def regime_point(d: int) -> dict:
             SEEDS_KEY: [REGIME_SEEDS]}
 
 
+# the regime search's single group at d = 1024 (notes/fl2.md, chosen from the d = 64 / 256 runs before it ran):
+# one-step, k = 5, η̃ = 100, the only setting measured at both d = 64 and 256 (clipped share 0.386 → 0.136), the
+# converging runs' largest clipped share, and where A overtook B at d = 256; 1 seed (a 129 × 1024 × 1024 training
+# tensor per seed: the whole d = 1024 block is ≈ 23,000 CPU-s)
+REGIME_D1024_GROUP = {**regime_point(1024), "method": ["gradient_step"], "k": [5], "eta_tilde": [100.0], SEEDS_KEY: [1]}
+
 REGIME_GRID = [block for d in REGIME_D for block in (
     {**regime_point(d), "method": ["gradient_step"], "eta_tilde": REGIME_ETA},
     {**regime_point(d), "method": ["standard"]})]

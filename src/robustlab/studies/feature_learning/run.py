@@ -42,15 +42,15 @@ def run_points(cfgs: list[FeatureLearningConfig], device: str = "cpu") -> list:
     """Train len(cfgs) seeds of one point as one ensemble (E = len(cfgs))."""
     base = cfgs[0]
     dev = resolve_device(device)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if base.experiment == "images":
         rows = _run_images(cfgs, dev)
     else:
         rows = _run_patches(cfgs, dev)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     for r in rows:
-        if isinstance(r, list):
-            r.append({"kind": "timing", "seconds": seconds, "ensemble": len(cfgs)})
+        if isinstance(r, list):  # wall and CPU seconds of the whole group (one row per member)
+            r.append({"kind": "timing", "seconds": seconds, "cpu_seconds": cpu, "ensemble": len(cfgs)})
     return rows
 
 

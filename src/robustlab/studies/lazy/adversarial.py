@@ -47,8 +47,7 @@ from .figures import adversarial_figures as figures
 
 SOURCE = lvc.SOURCE
 eps_sharp_claim, eps_threshold_claim = lvc.eps_sharp_claim, lvc.eps_threshold_claim
-radius_low_claim, radius_high_claim = lvc.radius_low_claim, lvc.radius_high_claim
-radius_transition_claim = lvc.radius_transition_claim
+radius_growth_claim = lvc.radius_growth_claim
 claims = lvc.claims
 
 
@@ -120,15 +119,14 @@ STUDY = Study(
             # needs 100–200 epochs to reach the "trained" bound, which the quick budget cannot
             # pay; the projection after every step keeps every network in its ball whatever the
             # step, but larger steps reach a different point of the ball (this weakens
-            # radius-high most: whether the freedom beyond C0/√m is used depends on training).
-            # Patience 5 armed at clean training accuracy 0.9 (or epoch 10), cap 20 epochs on
-            # the ε grid (median stop ~16) and 30 on the radius sweep (robust networks at 2–4
-            # lazy radii stop at ~26): the rule can fire, and cannot stop an untrained network
-            # (the old patience 5 counted from the untrained network and stopped ~1 seed in 8
-            # below its start).
+            # radius-growth most: whether the freedom beyond C0/√m is used depends on training).
+            # Patience 5 armed ONLY once clean training accuracy reaches 0.9 (lazy2: no burn-in;
+            # the burn-in at epoch 10 stopped ~50 networks a seed below the bound), and a hard cap
+            # of 20 epochs (a network at the cap is recorded stopped = False, epochs_run = 20):
+            # the rule cannot stop a network below the "trained" premise.
             {"sphere": True, "C0": 5.0, "m": 64, "max_train": 256, "attack_steps": 5,
              "attack_step_div": 2.0, "test_attack_steps": 20, "lr": 0.5, "patience": 5,
-             "patience_from": MIN_TRAINED, "burn_in": 10, "epochs": 30},
+             "patience_from": MIN_TRAINED, "burn_in": 0, "epochs": 20},
             (
                 # d = 25 and 49 included (where the paper preset failed); ε up to 0.8, where a
                 # d = 25 network's robust accuracy halves (ε½ ≈ 2.3/√d)
@@ -138,15 +136,22 @@ STUDY = Study(
                 # from the standard init moved to C0_used 5.6–30 only, a lazy network by Def. 2.1)
                 {"size": [5, 10, 28], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "epochs": [20],
                  "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE]},
-                # the radius sweep in lazy radii: 1 (radius-low), 1.5 and 2 (radius-high)
-                {"size": [14], "eps": [0.2], "m": [64, 256], "R_factor": [0.5, 1.0, 1.5, 2.0, 4.0]},
+                # radius-growth (lazy2): ε curves at 1, 2 and 4 lazy radii, one (m, d), and the rich control
+                # in the same absolute balls (replaces the one-ε radius sweep of the retired radius-low /
+                # -high / -transition: 10 points with half at m = 256 and 30 epochs cost more than these 30)
+                {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [1.0, 2.0, 4.0],
+                 "epochs": [20]},
+                # the rich control at radii where its ball binds (first run, lazy2: at 1/2/4 lazy radii it
+                # moved 0.71 of one lazy radius, so the ball never bound and its networks were identical)
+                {"size": [14], "eps": [0.05, 0.1, 0.2, 0.4, 0.8], "m": [64], "R_factor": [0.25, 0.5, 1.0],
+                 "epochs": [20], "init_scale": [RICH_INIT_SCALE]},
             ),
             # Seeds from a power estimate (stats.seeds_for, power 0.9) on the former grid: the
             # halving-ε slope −0.48 against the band edge −0.7, per-(d, seed) spread 0.29 -> 8
             # seeds; robust accuracy at the smallest R 0.07 against 0.25, spread 0.11 -> 7.
             n_seeds=8,
-            description="5 sizes × 6 ε inside the ball C0=5, 3 of them for the rich control (init ×0.01, C0=1000); R sweep "
-                        "0.5–4 lazy radii for widths 64/256 at d=196; 8 seeds (from a power estimate)"),
+            description="5 sizes × 6 ε inside the ball C0=5, 3 of them for the rich control (init ×0.01, C0=1000); ε curves at "
+                        "1, 2, 4 lazy radii at m=64, d=196, lazy and rich; 8 seeds (from a power estimate)"),
         "paper": Preset(
             {"sphere": True, "C0": 5.0, "m": 256},
             (
@@ -155,8 +160,11 @@ STUDY = Study(
                 # and 3 values of d): 58 % of the ε grid's cost instead of 100 %
                 {"size": [5, 10, 28], "eps": [0.0125, 0.025, 0.05, 0.1, 0.2, 0.4, 0.8],
                  "C0": [NON_LAZY_C0], "init_scale": [RICH_INIT_SCALE]},
-                {"size": [14], "eps": [0.2], "m": [64, 256, 1024],
-                 "R_factor": [0.25, 0.5, 1.0, 1.25, 1.5, 2.0, 4.0]},
+                # radius-growth: ε curves per R at two widths, and the rich control in the same balls
+                {"size": [14], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "m": [64, 256],
+                 "R_factor": [1.0, 1.5, 2.0, 4.0]},
+                {"size": [14], "eps": [0.025, 0.05, 0.1, 0.2, 0.4, 0.8], "m": [64, 256],
+                 "R_factor": [0.25, 0.5, 1.0], "init_scale": [RICH_INIT_SCALE]},
             ),
             n_seeds=5,
             description="the authors' Alg. 1 (100 PGD steps of ε/40, lr 0.01, batch 32, patience 20, "
@@ -169,11 +177,10 @@ STUDY = Study(
     ensemble=True,
     weight=_work,
     claim_specs=lvc.SPECS,
-    populations={"the clean accuracy of the same networks": "the networks' clean test accuracy, read by the same rule",
-                 "placebo: the rich control's even seeds against its odd seeds":
+    populations={"placebo: the rich control's even seeds against its odd seeds":
                      "the rich control's networks split by seed parity"},
     premises=lvc.PREMISES,
 )
 
 __all__ = ["STUDY", "LazyAdversarialConfig", "run_points", "claims", "figures", "eps_sharp_claim",
-           "eps_threshold_claim", "radius_low_claim", "radius_high_claim", "radius_transition_claim"]
+           "eps_threshold_claim", "radius_growth_claim"]

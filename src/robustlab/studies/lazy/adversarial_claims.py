@@ -5,17 +5,15 @@ the claims engine (:mod:`robustlab.claims`).
   against ε·√d: the ε at 75 %, 50 % and 25 % of the clean accuracy each moves like d^−½ (slope in
   :data:`SLOPE_BAND`). (The old rule, 75 % -> 25 % within a factor 4, passed on the rich network too.)
 * ``eps-threshold``: the ε at which it halves scales like d^(−1/2) (log–log slope in a band).
-* ``radius-low`` (exploratory: robustlab's reading, the 0.25 is not the paper's): at the lazy
-  radius itself (R = C0/√m, ``R_factor = 1``), robust accuracy of trained networks stays below
-  0.25, every width.
-* ``radius-high`` (exploratory: robustlab's reading, the 0.75 is not the paper's): slightly
-  beyond it (R_factor in [1.25, 2], decided at every such value of the grid with
-  ``claims.across``), robust accuracy is above 0.75, every width.
-* ``radius-transition``: the radius R½ at which robust accuracy reaches 0.5, in lazy radii
-  (R½·√m/C0), is the same for every width: the slope of log R½ on log m lies in [−0.7, −0.3].
+* ``radius-growth`` (lazy2, issue #53's "radius claims as ε½(R, d)"): beyond the lazy radius the
+  halving ε grows with R at fixed (m, d): slope of log ε½ on log R_factor above
+  :data:`R_GROWTH_MIN`. (At the lazy radius, ε½·√d constant in d is ``eps-threshold``.) It replaces
+  radius-low / radius-high (0.25 / 0.75 are not the paper's) and radius-transition (R½ ∝ 1/√m is
+  what the 1/√m output scaling alone gives; its clean-accuracy control was NA whenever networks train).
 * ``eps-half-lazy-vs-control`` (exploratory, this study's reading of why ``eps-threshold``
-  depends on the range of d): the lazy networks' halving ε over the non-lazy control's falls as
-  d grows (:func:`eps_margin_claim`).
+  depends on the range of d): the lazy networks' halving ε over the rich control's falls like
+  d^−½ (exponent in :data:`SLOPE_BAND`, :func:`eps_margin_claim`); its placebo (the control's even
+  seeds over its odd seeds, true exponent 0) can read contradicted.
 
 Controls, chosen before looking, each with the reason it must fail there:
 
@@ -25,11 +23,8 @@ Controls, chosen before looking, each with the reason it must fail there:
   issue proposed: Thm 3.1 holds at initialisation too (W(0) is in every ball), so an untrained
   network must show the same d^(−1/2) threshold: it is a second instance of the claim, not a
   setting where it fails.
-* radius-low ↔ radius-high: each is the other's control (R = 2·C0/√m, where the paper says
-  networks become robust; R = C0/√m, where the theorem says they cannot).
-* radius-transition: the clean accuracy of the same networks, which does not need the neurons to
-  move past the lazy radius (lazy networks fit MNIST inside it), so its 0.5-crossing, if any, is
-  not tied to C0/√m; if it showed the same R½·√m the transition would be one of fitting.
+* radius-growth: the rich network in the same absolute balls (its ball is a norm cap on a
+  1-homogeneous network: ε½ flat in R).
 
 Premises per network: "trained" (clean test accuracy >= 0.9; for an ε curve, the network at the
 curve's smallest ε: at larger ε a falling clean accuracy is part of the effect) and, for the
@@ -60,14 +55,16 @@ from .common import (
     describe_family,
     families,
     point_ids,
+    scaled,
 )
 
 SOURCE = PAPER.cite("§5.2, Alg. 1")
 SLOPE_BAND = (-0.7, -0.3)  # fitted slope of log ε½ against log d (theory −1/2)
 MAX_WIDTH = 4.0  # the old "sharp" rule (75 % -> 25 % within this factor), reported as evidence only
-LOW_FACTOR = 1.0  # radius-low: R = C0/√m
-HIGH_FACTORS = (1.25, 2.0)  # radius-high: "slightly beyond" the lazy radius, every grid value in here
-R_HALF_BAND = (-0.7, -0.3)  # slope of log R½ on log m (theory −1/2: R½ ∝ C0/√m)
+# radius-growth (lazy2): the slope of log ε½ on log R_factor (R_factor >= 1) above this — half the exponent
+# (1) of Thm 3.1's flipping perturbation (|f₀| + R√m)/(√(d/2) − R√m) in R once R√m ≫ |f₀|; the
+# statement's bare "grows" (0) could never be contradicted by a flat ε½
+R_GROWTH_MIN = 0.5
 BALL_TOL = 1e-4
 
 _GAIN_AT_FIRST = "input-gradient gain ‖∇ₓf‖/‖∇ₓf₀‖ of the ε curve's network at its smallest ε"
@@ -86,25 +83,22 @@ _WHY_EPS = (f"the rich regime (first layer {RICH_INIT_SCALE:g}× smaller at init
             "only networks whose input gradient is learned, gain >= 2, are kept): Thm 3.1 no longer applies, and a robust classifier's ℓ2 "
             "margin on sphere-normalised resized digits is set by the images, which resizing barely "
             "changes, so its halving ε need not fall like d^−1/2 nor drop sharply")
+_WHY_RADIUS = (f"the rich network (first layer {RICH_INIT_SCALE:g}× smaller at init, premise rich: gain >= 2) in balls "
+               "R_factor·C0/√m small enough to bind (0.25, 0.5, 1 lazy radii: unconstrained it moves 0.7 lazy radii): "
+               "its weights start at ≈ 0, so the ball is a per-neuron norm cap, and "
+               "the bias-free two-layer ReLU network is 1-homogeneous in its first layer: a larger cap rescales f and "
+               "∇ₓf alike and leaves sign(f), its boundary and ε½ unchanged, so the slope of log ε½ on log R is ≈ 0, "
+               "below 0.5")
 SPECS = (
     cm.ClaimSpec("eps-sharp-drop", premises=("trained", "lazy"), control=cm.ControlSpec(_RICH, _WHY_EPS),
                  min_points=2),
     cm.ClaimSpec("eps-threshold", premises=("trained", "lazy"), control=cm.ControlSpec(_RICH, _WHY_EPS),
                  min_points=3),
-    # radius-low and radius-high are robustlab's reading, not the paper's statement: the paper gives
-    # no accuracy numbers at the lazy radius or beyond it, and 0.25 / 0.75 are ours (issues #51 and
-    # #53), so they are exploratory; radius-transition stays the claim (R½ in lazy radii)
-    cm.ClaimSpec("radius-low", kind=cm.EXPLORATORY, premises=("trained",), control=cm.ControlSpec(
-        {"R_factor": 2.0}, "at twice the lazy radius the paper says adversarial training succeeds, so robust "
-                           "accuracy below 0.25 there would mean the rule does not see the transition"), min_points=2),
-    cm.ClaimSpec("radius-high", kind=cm.EXPLORATORY, premises=("trained",), control=cm.ControlSpec(
-        {"R_factor": 1.0}, "at the lazy radius itself Thm 3.1 bounds robust accuracy away from 1: above 0.75 "
-                           "there would mean the rule passes whatever the radius"), min_points=2),
-    cm.ClaimSpec("radius-transition", premises=("trained",), control=cm.ControlSpec(
-        "the clean accuracy of the same networks",
-        "clean accuracy does not need the neurons past the lazy radius (lazy networks fit the task inside "
-        "it), so its 0.5-crossing is not tied to C0/√m; the same R½·√m there would make the transition "
-        "one of fitting, not of robustness"), min_points=2),
+    # lazy2: radius-low, radius-high (0.25 / 0.75 are not the paper's) and radius-transition (R½ ∝ 1/√m is
+    # what the output scaling alone gives; its control NA whenever networks train) are retired for
+    # radius-growth, ε½ read against R at fixed (m, d)
+    cm.ClaimSpec("radius-growth", premises=("trained",), control=cm.ControlSpec(
+        {"init_scale": RICH_INIT_SCALE}, _WHY_RADIUS), min_points=2),
     cm.ClaimSpec("eps-half-lazy-vs-control", kind=cm.EXPLORATORY, premises=("trained",), control=cm.ControlSpec(
         "placebo: the rich control's even seeds against its odd seeds",
         "the two halves are the same kind of network at every d, so their ratio of halving ε has no reason "
@@ -296,16 +290,6 @@ def _eps_claim(df: pd.DataFrame, cid: str, statement: str, judge_family, base_ev
     return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=[*excl, *lexcl])
 
 
-def _radius_entry(r: pd.Series) -> str:
-    """The radius claims a network of the R sweep enters (if trained)."""
-    f = float(r["R_factor"])
-    if np.isclose(f, LOW_FACTOR):
-        return "radius-low, radius-transition (and radius-high's control)"
-    if HIGH_FACTORS[0] <= f <= HIGH_FACTORS[1]:
-        return "radius-high, radius-transition" + (" (and radius-low's control)" if np.isclose(f, 2.0) else "")
-    return "radius-transition"
-
-
 def stopped_untrained(rows: pd.DataFrame, claim) -> dict:
     """The networks the patience rule stopped below the "trained" bound (armed by the burn-in before
     they reached it), each with the claim it would have entered: issue #53 asks that a stopping rule
@@ -355,9 +339,12 @@ def eps_threshold_claim(df: pd.DataFrame) -> Claim:
 
 
 def _margin_family(lazy: pd.DataFrame, ctrl: pd.DataFrame) -> tuple[stats.Verdict, dict]:
-    """log(ε½ lazy / ε½ control) at the largest d measured with both, minus the same at the
-    smallest: a difference of differences of mean log ε½ (each curve a unit, the four groups
-    independent), Welch–Satterthwaite t interval, decided below 0."""
+    """The exponent of ε½(lazy)/ε½(control) on d: log of that ratio at the largest d measured with
+    both, minus the same at the smallest, over log(d_hi/d_lo) — a difference of differences of mean
+    log ε½ (each curve a unit, the four groups independent), Welch–Satterthwaite t interval, scaled —
+    inside SLOPE_BAND (the theorem's −½: the lazy ε½ ∝ d^−½ over a control whose ε½ the images set).
+    (Until lazy2 it was the unscaled change decided below 0, where a placebo's true effect sits on
+    the threshold: never contradicted.)"""
     def log_by_d(pts: list[tuple[int, float]]) -> dict[int, list[float]]:
         out: dict[int, list[float]] = {}
         for d, e in pts:
@@ -385,7 +372,9 @@ def _margin_family(lazy: pd.DataFrame, ctrl: pd.DataFrame) -> tuple[stats.Verdic
     est = stats.contrast_estimate([by_l[hi], by_c[hi], by_l[lo], by_c[lo]], [1.0, -1.0, -1.0, 1.0], what="curves")
     evidence.update({"d_low": lo, "d_high": hi, "ratio_change": math.exp(est.value),
                      "ratio_change_ci": [math.exp(est.low), math.exp(est.high)]})
-    return stats.decide(est, threshold=0.0, side="below"), evidence
+    exponent = scaled(est, 1.0 / math.log(hi / lo), f"exponent of the ε½ ratio on d over d = {lo}..{hi}")
+    evidence.update({"ratio_exponent": exponent.value, "ratio_exponent_ci": [exponent.low, exponent.high]})
+    return stats.decide(exponent, threshold=SLOPE_BAND, side="inside"), evidence
 
 
 def eps_margin_claim(df: pd.DataFrame) -> Claim:
@@ -403,8 +392,9 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
     ``non-lazy`` on the control)."""
     cid = "eps-half-lazy-vs-control"
     st = ("exploratory (this study's reading of why eps-threshold depends on the range of d): the lazy "
-          "networks' halving ε, over the non-lazy control's at the same d, is smaller at the largest d "
-          "measured with both than at the smallest: log of that ratio's change below 0")
+          "networks' halving ε, over the rich control's at the same d, falls like d^−½ (the lazy ε½ ∝ d^−½, the "
+          "control's set by the images): the exponent of that ratio between the smallest and the largest d "
+          f"measured with both lies in [{SLOPE_BAND[0]}, {SLOPE_BAND[1]}]")
     rows = _net(_eps_rows(df)).reset_index(drop=True)  # one label per row: families are matched by it
     kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_curve"])
     lazy_all, lexcl = cm.apply_premises(_lazy_rows(kept), [LAZY_CURVE], unit=["_curve"])
@@ -437,174 +427,100 @@ def eps_margin_claim(df: pd.DataFrame) -> Claim:
         evidence = {"families": evidence}
     evidence["control"] = _joined([(a, *_margin_family(a, b)) for a, b in split(placebo)], what)[1] \
         if placebo is not None else {}
-    evidence = {"effect": "log(ε½ lazy / ε½ control) at the largest d minus at the smallest (ratios of geometric "
-                          "means over curves), Welch–Satterthwaite t interval; below 0 if the lazy networks lose "
-                          "robustness relative to the control as d grows", **evidence,
+    evidence = {"effect": "exponent of ε½ lazy / ε½ control on d: log of that ratio (of geometric means over "
+                          "curves) at the largest d minus at the smallest, over log(d_hi/d_lo); Welch–Satterthwaite "
+                          "t interval; the theorem's −½ (band ±0.2) if laziness alone sets the lazy networks' ε½",
+                **evidence,
                 "control_excluded": [e.to_dict() for e in cexcl]}
     return Claim(cid, st, verdict, evidence, "this study's reading of " + SOURCE, kind=cm.EXPLORATORY,
                  control=control, excluded=excl)
 
 
 # ---------------------------------------------------------------------------------------
-# radius claims
+# radius claims (lazy2): ε½ against R at fixed (m, d)
 
 def _radius_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The ε curves at radii R = R_factor·C0/√m, with ``trained_acc`` and ``curve_gain`` read at each
+    curve's smallest ε (as for the ε grid) and a ``_curve`` label (family, R_factor, seed)."""
     if "R_factor" not in df.columns:
-        return df.iloc[0:0]
+        return df.iloc[0:0].assign(trained_acc=[], curve_gain=[], _curve=[])
     rows = df[df["R_factor"].notna()]
-    return _net(rows.assign(trained_acc=rows["clean_acc"]))
-
-
-def _radius_premised(df: pd.DataFrame, cid: str) -> tuple[pd.DataFrame, pd.DataFrame, list[cm.Exclusion]]:
-    rows = _radius_rows(df)
-    kept, excl = cm.apply_premises(rows, [PREMISES[p] for p in _SPEC[cid].premises], unit=["_net"])
-    return rows, kept, excl
-
-
-def _at_rows(at: pd.DataFrame, side: str, threshold: float) -> tuple[stats.Verdict, list]:
-    """Per width: mean robust accuracy over seeds of networks at one R_factor (t interval) against
-    the threshold; every width must hold."""
-    parts, per_m = [], []
-    keys = ["m", *[k for k in _SWEEP if k in at.columns]]  # never pooled across d or ε
-    for m, g in at.groupby(keys):
-        m = m[0] if isinstance(m, tuple) else m
-        est = stats.mean_estimate(g["robust_acc"].to_numpy(float))
-        v = stats.decide(est, threshold=threshold, side=side)
-        parts.append(v)
-        per_m.append({"m": int(m), **describe_family(g, _SWEEP),
-                      "R_factor": float(g["R_factor"].iloc[0]), "R": float(g["radius"].iloc[0]),
-                      "robust_acc": est.value, "ci": [est.low, est.high], "networks": int(len(g)),
-                      "clean_acc": float(g["clean_acc"].mean()), "verdict": v.verdict})
-    if len({r["m"] for r in per_m}) < 2:
-        return cm.too_few(len({r["m"] for r in per_m}), 2, what="widths with trained networks"), per_m
-    return stats.combine(parts, reason="every width (and (d, ε) sweep) must hold"), per_m
-
-
-def _radius_claim(df: pd.DataFrame, cid: str, statement: str, factors, side: str, threshold: float,
-                  control_factor: float) -> Claim:
-    rows, kept, excl = _radius_premised(df, cid)
     if rows.empty:
-        return Claim(cid, statement, cm.too_few(0, 2, what="widths in a radius sweep"), {}, SOURCE, excluded=excl,
-                     kind=_SPEC[cid].kind)
-    present = sorted(float(f) for f in rows["R_factor"].unique())
-    use = [f for f in present if factors[0] <= f <= factors[1]]
-    evidence: dict = {"R_factors": present, "judged_at": use, "per_width": {}}
+        return rows.assign(trained_acc=[], curve_gain=[], _curve=[])
+    curve = point_ids(rows, _config(), ("eps",))
+    first = rows["eps"] == rows.groupby(curve)["eps"].transform("min")
 
-    def at(f: float) -> pd.DataFrame:
-        return kept[np.isclose(kept["R_factor"], f)]
-
-    def rule(r: pd.DataFrame) -> stats.Verdict:
-        return _at_rows(r, side, threshold)[0]
-    rule.__name__ = f"robust_acc_{side}_{threshold:g}"
-    ctrl = at(control_factor) if any(np.isclose(control_factor, present)) else None
-    control = cm.judge(_SPEC[cid], rule, kept.iloc[0:0], ctrl)[1]
-    if not use:
-        verdict, across = cm.too_few(0, 1, what=f"R_factor values in [{factors[0]:g}, {factors[1]:g}]"), None
-    else:
-        per = {}
-        for f in use:
-            per[f"{f:g}"], control = cm.judge(_SPEC[cid], rule, at(f), ctrl)
-            evidence["per_width"][f"{f:g}"] = _at_rows(at(f), side, threshold)[1]
-        verdict, across = (per[f"{use[0]:g}"], None) if len(per) == 1 else cm.across("R_factor", per)
-    if ctrl is not None:
-        evidence["control"] = _at_rows(ctrl, side, threshold)[1]
-    evidence["moved"] = _moved(rows)
-    evidence["training"] = stopped_untrained(rows, _radius_entry)
-    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl, across=across,
-                 kind=_SPEC[cid].kind)
+    def at_first(col: str) -> pd.Series:
+        if col not in rows.columns:
+            return pd.Series(np.nan, index=rows.index)
+        return rows[col].where(first).groupby(curve).transform("max")
+    return _net(rows.assign(_curve=curve, trained_acc=at_first("clean_acc"), curve_gain=at_first("grad_gain")))
 
 
-def _moved(rows: pd.DataFrame) -> list[dict]:
-    """How far training took the neurons at each R, in lazy radii, and how trained they are."""
-    g = rows.assign(moved=rows["offset_ratio"] * rows["R_factor"])
-    t = g.groupby(["m", "R_factor"]).agg(moved=("moved", "max"), clean_acc=("clean_acc", "mean"),
-                                         trained=("trained_acc", lambda v: float((v >= MIN_TRAINED).mean())),
-                                         epochs=("epochs_run", "mean"), robust_acc=("robust_acc", "mean"))
-    return [{"m": int(m), "R_factor": float(f), **{k: float(v) for k, v in r.items()}}
-            for (m, f), r in t.iterrows()]
-
-
-def radius_low_claim(df: pd.DataFrame) -> Claim:
-    """At the lazy radius R = C0/√m, trained networks' robust accuracy is below 0.25, every width."""
-    return _radius_claim(df, "radius-low", "At the lazy radius R = C0/√m, adversarially trained networks stay "
-                         "non-robust: robust accuracy below 0.25 for every width", (LOW_FACTOR, LOW_FACTOR),
-                         "below", 0.25, 2.0)
-
-
-def radius_high_claim(df: pd.DataFrame) -> Claim:
-    """Slightly beyond the lazy radius (R_factor in [1.25, 2]), robust accuracy is above 0.75."""
-    return _radius_claim(df, "radius-high", "Slightly beyond the lazy radius (R = 1.25–2 × C0/√m, every such "
-                         "value of the grid) adversarial training succeeds: robust accuracy above 0.75 for every "
-                         "width", HIGH_FACTORS, "above", 0.75, LOW_FACTOR)
-
-
-_SWEEP = ("d", "eps")  # a radius sweep is one (d, ε): sweeps at other d or ε are never pooled
-
-
-def _sweeps(rows: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame]]:
-    keys = [k for k in _SWEEP if k in rows.columns]
-    if rows.empty or not keys:
-        return [((), rows)] if len(rows) else []
-    return [(k if isinstance(k, tuple) else (k,), g) for k, g in rows.groupby(keys)]
-
-
-def _r_half(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
-    """Per (d, ε) sweep: :func:`_r_half_one`; every sweep must hold (one sweep: its verdict)."""
-    parts = [(key, *_r_half_one(g, col)) for key, g in _sweeps(kept)]
-    if not parts:
-        return _r_half_one(kept, col)
-    if len(parts) == 1:
-        return parts[0][1], parts[0][2]
-    return (stats.combine([v for _, v, _ in parts], reason="every (d, ε) sweep must hold"),
-            {"sweeps": [{"d": k[0], "eps": k[1] if len(k) > 1 else None, "verdict": v.verdict, **ev}
-                        for k, v, ev in parts]})
-
-
-def _r_half_one(kept: pd.DataFrame, col: str) -> tuple[stats.Verdict, dict]:
-    """Per (m, seed): R½ (the radius where ``col`` first reaches 0.5, interpolated in log R);
-    the OLS slope of log R½ on log m against R_HALF_BAND."""
+def _growth_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
+    """One (m, d) family: per (R_factor, seed) curve its ε½ (robust/clean falls to ½, interpolated in
+    log ε; a curve starting at or below ½ or never halving gives no point, counted); the OLS slope of
+    log ε½ on log R_factor over the curves (t interval) above R_GROWTH_MIN. The grid sets the radii:
+    1, 2, 4 lazy radii for the lazy networks; radii where the ball binds for the rich control."""
     pts, total = [], 0
-    for (m, _seed), g in kept.sort_values("radius").groupby(["m", "seed"]):
+    for (f, _seed), g in _with_relative(runs[runs["eps"] > 0]).sort_values("eps").groupby(["R_factor", "seed"]):
         total += 1
-        xs, ys = g["radius"].to_numpy(float), g[col].to_numpy(float)
-        if len(ys) and ys[0] < 0.5:
-            r = crossing(xs, ys, 0.5, rising=True)
-            if np.isfinite(r):
-                pts.append((int(m), float(r), float(r * math.sqrt(m) / g["C0"].iloc[0])))
-    ev: dict = {"curves_with_R_half": f"{len(pts)}/{total}",
-                "R_half_in_lazy_radii": {int(m): float(np.mean([x for mm, _, x in pts if mm == m]))
-                                         for m in sorted({m for m, _, _ in pts})}}
-    if len({m for m, _, _ in pts}) < 2:
-        return cm.too_few(len({m for m, _, _ in pts}), 2, what="widths with an R½"), ev
-    est = stats.slope_estimate([m for m, _, _ in pts], [r for _, r, _ in pts], log_x=True, log_y=True)
+        xs, ys = g["eps"].to_numpy(float), g["rel"].to_numpy(float)
+        e = crossing(xs, ys, 0.5)
+        if len(ys) and ys[0] > 0.5 and np.isfinite(e):
+            pts.append((float(f), float(e)))
+    ev: dict = {"curves_with_eps_half": f"{len(pts)}/{total}",
+                "eps_half_by_R_factor": {f"{f:g}": float(np.exp(np.mean([math.log(e) for ff, e in pts if ff == f])))
+                                         for f in sorted({f for f, _ in pts})}}
+    nf = len({f for f, _ in pts})
+    if nf < _SPEC["radius-growth"].min_points:
+        return cm.too_few(nf, _SPEC["radius-growth"].min_points, what="values of R with a halving ε"), ev
+    est = stats.slope_estimate([f for f, _ in pts], [e for _, e in pts], log_x=True, log_y=True)
     ev.update({"slope": est.value, "slope_ci": [est.low, est.high]})
-    return stats.decide(est, threshold=R_HALF_BAND, side="inside"), ev
+    return stats.decide(est, threshold=R_GROWTH_MIN, side="above", seeds=max(1, round(len(pts) / nf))), ev
 
 
-def radius_transition_claim(df: pd.DataFrame) -> Claim:
-    """R½·√m/C0 is the same for every width: slope of log R½ on log m in R_HALF_BAND (theory −½)."""
-    cid = "radius-transition"
-    statement = ("The robust transition sits at the lazy radius for every width: the radius R½ where robust "
-                 f"accuracy reaches 0.5 scales like 1/√m (slope of log R½ on log m in [{R_HALF_BAND[0]}, "
-                 f"{R_HALF_BAND[1]}]), i.e. R½·√m/C0 is the same across widths")
-    rows, kept, excl = _radius_premised(df, cid)
+def _growth(rows: pd.DataFrame) -> tuple[stats.Verdict, dict | list]:
+    """Every (m, d) family (never pooled across widths, d or anything else) must hold."""
+    return _joined([(f, *_growth_family(f)) for f in families(rows, _config(), ("eps", "R_factor"))],
+                   "radius sweeps")
 
-    def r_half_slope(r: pd.DataFrame) -> stats.Verdict:
-        return _r_half(r, "robust_acc")[0]
-    # the control: every network, its clean accuracy in the claim's column, the same rule
-    ctrl = rows.assign(robust_acc=rows["clean_acc"]) if len(rows) else None
-    verdict, control = cm.judge(_SPEC[cid], r_half_slope, kept, ctrl)
-    ev = _r_half(kept, "robust_acc")[1]
-    ev["control"] = _r_half(rows, "clean_acc")[1]
-    ev["moved"] = _moved(rows) if len(rows) else []
-    ev["training"] = stopped_untrained(rows, _radius_entry)
-    return Claim(cid, statement, verdict, ev, SOURCE, excluded=excl, control=control)
+
+def radius_growth_claim(df: pd.DataFrame) -> Claim:
+    """Beyond the lazy radius ε½ grows with R: slope of log ε½ on log R_factor above R_GROWTH_MIN per
+    (m, d) family (see :func:`_growth_family`); control: the rich network in the same balls."""
+    cid = "radius-growth"
+    statement = ("Beyond the lazy radius adversarial training buys robustness: at fixed width m and dimension d, "
+                 "the ε at which robust/clean accuracy halves grows with the radius R = R_factor·C0/√m "
+                 f"(R_factor >= 1) — the log–log slope of ε½ on R is above {R_GROWTH_MIN:g}, every (m, d). "
+                 "(At the lazy radius itself ε½·√d is constant in d: eps-threshold.)")
+    rows = _radius_rows(df)
+    kept, excl = cm.apply_premises(rows, [PREMISES["trained"]], unit=["_curve"])
+    lazy_init = kept[_init_scale(kept) == 1.0]
+    rich_all = kept[_init_scale(kept) < 1.0]
+    ctrl, cexcl = cm.apply_premises(rich_all, [RICH_CURVE], unit=["_curve"]) \
+        if len(rows[_init_scale(rows) < 1.0]) else (None, [])
+
+    def eps_half_growth(r: pd.DataFrame) -> stats.Verdict:
+        return _growth(r)[0]
+    verdict, control = cm.judge(_SPEC[cid], eps_half_growth, lazy_init, ctrl)
+    ev = _growth(lazy_init)[1]
+    evidence = {"effect": "OLS slope of log ε½ on log R_factor over (R, seed) curves, t interval",
+                "threshold": R_GROWTH_MIN, **(ev if isinstance(ev, dict) else {"families": ev}),
+                "grad_gain": _gain_range(lazy_init)}
+    if ctrl is not None:
+        cev = _growth(ctrl)[1]
+        evidence["control"] = cev
+        evidence["control_excluded"] = [e.to_dict() for e in cexcl]
+        evidence["control_grad_gain"] = _gain_range(rich_all)
+    lz = rows[rows["eps"] == rows.groupby("_curve")["eps"].transform("min")] if len(rows) else rows
+    evidence["training"] = stopped_untrained(lz, cid)
+    return Claim(cid, statement, verdict, evidence, SOURCE, control=control, excluded=excl)
 
 
 def claims(df: pd.DataFrame, ctx) -> list[Claim]:
-    return [eps_sharp_claim(df), eps_threshold_claim(df), radius_low_claim(df), radius_high_claim(df),
-            radius_transition_claim(df), eps_margin_claim(df)]
+    return [eps_sharp_claim(df), eps_threshold_claim(df), radius_growth_claim(df), eps_margin_claim(df)]
 
 
-__all__ = ["SPECS", "PREMISES", "claims", "eps_sharp_claim", "eps_threshold_claim", "radius_low_claim",
-           "radius_high_claim", "radius_transition_claim", "eps_margin_claim"]
+__all__ = ["SPECS", "PREMISES", "claims", "eps_sharp_claim", "eps_threshold_claim", "radius_growth_claim",
+           "eps_margin_claim"]

@@ -200,7 +200,8 @@ STUDY = Study(
     ensemble=True,
     weight=work,
     claim_specs=lac.SPECS,
-    populations={"the same networks at initialisation": "each network's own measurements before any training step"},
+    populations={"the same networks at initialisation": "each network's own measurements before any training step",
+                 lac.C0_PLACEBO: "the lazy networks of c0-more-robust, their C0 label replaced by a seed-rank label"},
     premises=lac.PREMISES,  # one SGD pass an epoch; the paper grid's d = 784, m = 4096 group is ~30 % of it
 )
 
