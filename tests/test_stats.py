@@ -277,3 +277,23 @@ def test_non_finite_values_are_left_out_and_named():
     assert est.value == pytest.approx(-1.0) and est.method.endswith("(1 non-finite left out)")
     est = stats.log_ratio_estimate([math.e, math.e ** 2, inf], [1.0, 1.0, 1.0])
     assert est.value == pytest.approx(1.5 - 0.0) and "(1 non-finite left out)" in est.method
+
+
+def test_censored_median_slope_exact_power_law_and_censoring_bounds():
+    from robustlab.stats import censored_median, censored_median_slope
+
+    x = [1.0, 2.0, 4.0]
+    exact = [([v * 0.9, v, v * 1.1], [0, 0, 0]) for v in (0.1 * xi ** 0.75 for xi in x)]
+    est = censored_median_slope(x, exact, n_boot=200)
+    assert est.value == pytest.approx(0.75, abs=1e-12)  # medians lie exactly on the power law
+    assert est.low <= 0.75 <= est.high and math.isfinite(est.low) and math.isfinite(est.high)
+    # a right-censored median at the largest x: the slope is only bounded below
+    cens = exact[:2] + [([1.6, 1.6, 0.2], [1, 1, 0])]
+    assert censored_median(np.array([1.6, 1.6, 0.2]), np.array([1, 1, 0])) == (1.6, 1)
+    est = censored_median_slope(x, cens, n_boot=200)
+    assert est.high == math.inf and math.isfinite(est.low)
+    # a left-censored median at the largest x: only bounded above
+    est = censored_median_slope(x, exact[:2] + [([0.01, 0.01, 0.5], [-1, -1, 0])], n_boot=200)
+    assert est.low == -math.inf and math.isfinite(est.high)
+    # a minority censored: the median is exact and the interval stays finite
+    assert censored_median(np.array([0.3, 0.2, 1.6]), np.array([0, 0, 1])) == (0.3, 0)

@@ -407,6 +407,59 @@ def bootstrap_estimate(values: Sequence[Any], statistic: Callable[[Sequence[Any]
                     level, sd)
 
 
+def censored_median(values: np.ndarray, side: np.ndarray) -> tuple[float, int]:
+    """The lower-middle order statistic of values some of which are censored at a common bound:
+    ``side`` −1 (the true value is at most the given one: below the grid), 0 (exact), +1 (at least
+    it: above the grid). With one grid per group, left-censored values sit below every exact one
+    and right-censored above, so the order is known and the median is exact when it lands on an
+    exact value. Returns (median, its side)."""
+    key = np.lexsort((values, side))  # left-censored first, then exact by value, then right-censored
+    i = key[(len(values) - 1) // 2]
+    return float(values[i]), int(side[i])
+
+
+def _median_slope_bounds(x: np.ndarray, groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float, float]:
+    """(OLS slope of log medians on x with censored medians at their bound, lowest, highest slope they allow)."""
+    meds = [censored_median(v, s) for v, s in groups]
+    slope = float(np.polyfit(x, np.log([m for m, _ in meds]), 1)[0])
+    w = x - x.mean()
+    # a median that may be larger (right-censored) raises the slope where its x is above the mean and
+    # lowers it below; a left-censored one the reverse
+    up = any(s * wi > 1e-12 for (_, s), wi in zip(meds, w))
+    down = any(s * wi < -1e-12 for (_, s), wi in zip(meds, w))
+    return slope, (-math.inf if down else slope), (math.inf if up else slope)
+
+
+def censored_median_slope(x: Sequence[float], groups: Sequence[tuple[Sequence[float], Sequence[int]]], *,
+                          n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> Estimate:
+    """Log–log slope of a quantity's median per x on x, where some observations are censored at
+    the measuring grid's ends (``groups[i]``: (values, sides) at ``x[i]``, sides as in
+    :func:`censored_median`). Point estimate: the OLS slope of log median on log x. Interval: a
+    stratified percentile bootstrap (observations resampled within each x, numpy seed ``seed``),
+    where a resample's censored median opens its slope to ±∞ on the side a truer value could move
+    it. A censored observation is thereby used only as the bound it is: it can widen the interval,
+    never narrow it, and is never dropped."""
+    lx = np.log(np.asarray(x, float))
+    gs = [(np.asarray(v, float), np.asarray(s, int)) for v, s in groups]
+    value, low, high = _median_slope_bounds(lx, gs)
+    rng = np.random.default_rng(seed)
+    lows, highs = np.empty(n_boot), np.empty(n_boot)
+    for b in range(n_boot):
+        sample = []
+        for v, s in gs:
+            i = rng.integers(0, len(v), len(v))
+            sample.append((v[i], s[i]))
+        _, lows[b], highs[b] = _median_slope_bounds(lx, sample)
+    a = (1 - level) / 2
+    low = min(low, float(np.quantile(lows, a, method="lower")))
+    high = max(high, float(np.quantile(highs, 1 - a, method="higher")))
+    n = int(sum(len(v) for v, _ in gs))
+    n_cens = int(sum(int((s != 0).sum()) for _, s in gs))
+    return Estimate(value, low, high, n, f"log–log OLS slope of the median per value ({len(gs)} values; {n_cens} of "
+                    f"{n} observations censored at the grid's ends), stratified bootstrap ({n_boot} resamples)",
+                    level=level, dof_loss=2, units_per_seed=float(len(gs)))
+
+
 def proportion_estimate(successes: int, n: int, *, level: float = 0.95, what: str = "trials") -> Estimate:
     """A proportion with its Wilson score interval (no per-seed spread: ``sd`` is the Bernoulli one)."""
     if n <= 0:

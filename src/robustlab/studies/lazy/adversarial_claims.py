@@ -459,25 +459,37 @@ def _radius_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 def _growth_family(runs: pd.DataFrame) -> tuple[stats.Verdict, dict]:
     """One (m, d) family: per (R_factor, seed) curve its ε½ (robust/clean falls to ½, interpolated in
-    log ε; a curve starting at or below ½ or never halving gives no point, counted); the OLS slope of
-    log ε½ on log R_factor over the curves (t interval) above R_GROWTH_MIN. The grid sets the radii:
-    1, 2, 4 lazy radii for the lazy networks; radii where the ball binds for the rich control."""
-    pts, total = [], 0
+    log ε). A curve that never halves inside the ε grid has ε½ above the grid's largest ε, one that
+    starts at or below ½ has it below the smallest: both are kept, censored at that end, never dropped.
+    Statistic: the log–log slope of the median ε½ per R_factor on R_factor
+    (:func:`stats.censored_median_slope`: a censored median opens the interval on the side a truer
+    value could move it), above R_GROWTH_MIN. The grid sets the radii: 1, 2, 4 lazy radii for the
+    lazy networks; radii where the ball binds for the rich control."""
+    by_f: dict[float, list[tuple[float, int]]] = {}
     for (f, _seed), g in _with_relative(runs[runs["eps"] > 0]).sort_values("eps").groupby(["R_factor", "seed"]):
-        total += 1
         xs, ys = g["eps"].to_numpy(float), g["rel"].to_numpy(float)
+        if not len(ys):
+            continue
         e = crossing(xs, ys, 0.5)
-        if len(ys) and ys[0] > 0.5 and np.isfinite(e):
-            pts.append((float(f), float(e)))
-    ev: dict = {"curves_with_eps_half": f"{len(pts)}/{total}",
-                "eps_half_by_R_factor": {f"{f:g}": float(np.exp(np.mean([math.log(e) for ff, e in pts if ff == f])))
-                                         for f in sorted({f for f, _ in pts})}}
-    nf = len({f for f, _ in pts})
-    if nf < _SPEC["radius-growth"].min_points:
-        return cm.too_few(nf, _SPEC["radius-growth"].min_points, what="values of R with a halving ε"), ev
-    est = stats.slope_estimate([f for f, _ in pts], [e for _, e in pts], log_x=True, log_y=True)
+        if ys[0] <= 0.5:
+            point = (float(xs[0]), -1)  # halved already at the smallest ε
+        elif np.isfinite(e):
+            point = (float(e), 0)
+        else:
+            point = (float(xs[-1]), 1)  # never halves inside the grid
+        by_f.setdefault(float(f), []).append(point)
+    fs = sorted(by_f)
+    n_curves = sum(len(v) for v in by_f.values())
+    ev: dict = {"curves": n_curves,
+                "censored": {f"{f:g}": {"below_grid": sum(s < 0 for _, s in by_f[f]),
+                                        "above_grid": sum(s > 0 for _, s in by_f[f])} for f in fs},
+                "eps_half_by_R_factor": {f"{f:g}": stats.censored_median(
+                    np.array([e for e, _ in by_f[f]]), np.array([s for _, s in by_f[f]]))[0] for f in fs}}
+    if len(fs) < _SPEC["radius-growth"].min_points:
+        return cm.too_few(len(fs), _SPEC["radius-growth"].min_points, what="values of R with ε curves"), ev
+    est = stats.censored_median_slope(fs, [([e for e, _ in by_f[f]], [s for _, s in by_f[f]]) for f in fs])
     ev.update({"slope": est.value, "slope_ci": [est.low, est.high]})
-    return stats.decide(est, threshold=R_GROWTH_MIN, side="above", seeds=max(1, round(len(pts) / nf))), ev
+    return stats.decide(est, threshold=R_GROWTH_MIN, side="above", seeds=max(1, round(n_curves / len(fs)))), ev
 
 
 def _growth(rows: pd.DataFrame) -> tuple[stats.Verdict, dict | list]:
@@ -496,7 +508,8 @@ def radius_growth_claim(df: pd.DataFrame) -> Claim:
                  "(At the lazy radius itself ε½·√d is constant in d: eps-threshold.)")
     rows = _radius_rows(df)
     kept, excl = cm.apply_premises(rows, [PREMISES["trained"]], unit=["_curve"])
-    lazy_init = kept[_init_scale(kept) == 1.0]
+    # the statement speaks beyond the lazy radius: the lazy networks' curves at R_factor >= 1 only
+    lazy_init = kept[(_init_scale(kept) == 1.0) & (kept["R_factor"] >= 1.0)]
     rich_all = kept[_init_scale(kept) < 1.0]
     ctrl, cexcl = cm.apply_premises(rich_all, [RICH_CURVE], unit=["_curve"]) \
         if len(rows[_init_scale(rows) < 1.0]) else (None, [])
