@@ -187,21 +187,19 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
     record = cl.across("sweep", parts, quantifier="all")[1] if parts else None
     fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
-    variants = {"trained P only (not paired with init)": width_peak_rule(_unpaired(k))}
+    variants = {"trained P only (no init term)": width_peak_rule(k, "none"),
+                "paired with the same networks' sampled P_init (the statistic before issue 54's second round)":
+                    width_peak_rule(k, "sampled")}
     if len(fit):
         variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit)
     ev = {"definition": "per width sweep (init x depth x class set) of the networks on a loss plateau at the end: "
-                        "D(m) = log mean P(m) - log mean P_init(m) over the same networks; min(D(peak) - D(narrowest), "
+                        "D(m) = log mean P(m) - log E_W P_init(m) (the init's closed-form expectation, exact at finite "
+                        "width; flat in m for He and LeCun); min(D(peak) - D(narrowest), "
                         "D(peak) - D(widest)) at the interior maximum, percentile bootstrap over networks within each "
-                        "width (paired), above 0 in every sweep",
+                        "width, above 0 in every sweep",
           "judged_on": PROTOCOLS["end"], "parts": width_evidence(k), "control_parts": width_evidence(ck)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=record)
-
-
-def _unpaired(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows with P at init set to 1: the paired rule then reads the trained curve alone."""
-    return rows.assign(stability_init=1.0)
 
 
 def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -240,8 +238,8 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
     ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
     verdict, control = _judged(cid, width_peak_rule, k, ck)
     parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
-    ev = {"definition": "per (init, depth, class set, n_train) sweep of linearised solutions: the paired curve D(m) "
-                        "= log mean P_lin - log mean P_init and its interior maximum over both ends (width-peak's "
+    ev = {"definition": "per (init, depth, class set, n_train) sweep of linearised solutions: the curve D(m) "
+                        "= log mean P_lin - log E_W P_init (closed form) and its interior maximum over both ends (width-peak's "
                         "rule), above 0 in every sweep", "parts": width_evidence(k),
           "table": _lazy_table(k)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc,
