@@ -71,6 +71,8 @@ class WidthDepthInitConfig(Config):
                                 "Thm 3 (0: off)", ge=0)
     early_steps: tuple[int, ...] = param((), "also measure stability after these SGD steps (Thm 3's window, a few "
                                              "steps in; measured while every seed still trains: empty: off)")
+    loss_marks: tuple[float, ...] = param((), "also measure each seed the first epoch its full-pass training loss is "
+                                               "at most each of these (matched training loss; empty: off)")
     # measurement
     eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
     mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
@@ -111,6 +113,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("early_epoch", self.early_epoch, f"0 (off) or <= epochs ({self.epochs})")
         if any(s < 1 for s in self.early_steps) or list(self.early_steps) != sorted(set(self.early_steps)):
             raise ConfigError("early_steps", list(self.early_steps), "increasing step counts >= 1")
+        if any(not v > 0 for v in self.loss_marks):
+            raise ConfigError("loss_marks", list(self.loss_marks), "training losses > 0")
         if self.early_steps and self.stop_at_target:
             raise ConfigError("early_steps", list(self.early_steps), "empty when stop_at_target is true")
         if self.regime == "linearised" and (self.arch != "fcn" or self.output != "multi"):
@@ -223,7 +227,8 @@ def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig |
     n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
     return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
-                               stop_at_target=False, early_epoch=0, early_steps=(), fd_points=0, init_draws=0)
+                               stop_at_target=False, early_epoch=0, early_steps=(), loss_marks=(), fd_points=0,
+                               init_draws=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -274,6 +279,7 @@ def steps_per_epoch(cfg: WidthDepthInitConfig, n_train: int) -> int:
 
 AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc", "fd_ratio")
 EARLY_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio")
+MARK_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio", "epoch")
 
 
 def _measure(model: torch.nn.Module, data: Split, base: WidthDepthInitConfig, E: int, act: int,
@@ -376,8 +382,32 @@ def _train(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split
                 at[k][newly] = vals[k]
 
     per_epoch = steps_per_epoch(base, len(data.x_train))
+    for L in base.loss_marks:  # kept in ``early``: saved and resumed with it
+        for k in MARK_KEYS:
+            early.setdefault(f"{k}_L{L:g}", torch.full((E,), float("nan"), dtype=torch.float64))
+
+    def on_mark(epoch: int) -> None:
+        """Each copy the first epoch its full-pass training loss is at most L* (matched loss)."""
+        todo = [L for L in base.loss_marks if early[f"stability_L{L:g}"].isnan().any()]
+        if not todo:
+            return
+        loss, acc = (v.detach().double().cpu() for v in evaluate(model, data.x_train, data.y_train, base.loss, E=E))
+        for L in todo:
+            newly = early[f"stability_L{L:g}"].isnan() & (loss <= L)
+            idx = newly.nonzero().flatten().tolist()
+            if not idx:
+                continue
+            sub = model if len(idx) == E else model.members(idx)
+            vals = _measure(sub, data, base, len(idx), act, [_fd_gens(cfgs, f"L{L:g}")[i] for i in idx], train=False)
+            for k, v in (("stability", vals["stability"]), ("fd_ratio", vals.get("fd_ratio")),
+                         ("train_loss", loss[newly]), ("train_acc", acc[newly]),
+                         ("epoch", torch.full((len(idx),), float(epoch), dtype=torch.float64))):
+                if v is not None:
+                    early[f"{k}_L{L:g}"][newly] = v
 
     def on_epoch(epoch: int) -> None:
+        if base.loss_marks:
+            on_mark(epoch)
         if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
             s = epoch * per_epoch
             if f"stability_step{s}" in early:  # the same state, measured at that step a moment ago
@@ -515,6 +545,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
                          train_loss_early=float(early["train_loss"][e]),
                          train_acc_early=float(early["train_acc"][e]), fd_ratio_early=_opt(early, "fd_ratio", e))
+        for L in c.loss_marks:  # None where the copy never reached L*
+            final.update({f"{k}_L{L:g}": _opt(early, f"{k}_L{L:g}", e) for k in MARK_KEYS})
         for st in c.early_steps:  # None where the step was not reached with every seed training
             final.update({f"{k}_step{st}": _opt(early, f"{k}_step{st}", e) for k in EARLY_KEYS})
         if draws is not None:
