@@ -277,8 +277,13 @@ def spectral_change(w0: list[torch.Tensor], w: list[torch.Tensor]) -> torch.Tens
     """Per copy and layer, ``‖W_l − W_l(0)‖₂ / ‖W_l(0)‖₂`` (spectral norms), ``(E, L)`` float64: how far
     each layer left its initialisation, beside the Frobenius κ_l (issue 54: the pooled κ is set by the
     d×m input layer)."""
-    out = [torch.linalg.matrix_norm((b - a).double(), ord=2) / torch.linalg.matrix_norm(a.double(), ord=2)
-           for a, b in zip(w0, w)]
+    out = []
+    for a, b in zip(w0, w):
+        d = (b.detach() - a).double()
+        ok = torch.isfinite(d).flatten(1).all(1)  # a diverged copy: NaN (its row becomes a NumericalError)
+        r = torch.linalg.matrix_norm(torch.where(ok[:, None, None], d, 0.0), ord=2) / \
+            torch.linalg.matrix_norm(a.double(), ord=2)
+        out.append(torch.where(ok, r, float("nan")))
     return torch.stack(out, 1).cpu()
 
 
@@ -548,8 +553,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "kappa": float(log.kappa[e, trained - 1]),
                  "loss_change_last10": _loss_change(log.loss[e], trained),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
-                 "spectral_change_layers": None if spec_change is None else [float(v) for v in spec_change[e]],
-                 "spectral_change_max": None if spec_change is None else float(spec_change[e].max()),
+                 "spectral_change_layers": None if spec_change is None else [_finite(v) for v in spec_change[e]],
+                 "spectral_change_max": None if spec_change is None else _finite(spec_change[e].max()),
                  "fd_ratio": _opt(end, "fd_ratio", e), "fd_ratio_init": _opt(m0, "fd_ratio", e),
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": data.d,
                  "outputs": 1 if c.output == "single" else data.n_classes,
