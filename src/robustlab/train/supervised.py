@@ -248,6 +248,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                      generators: Sequence[torch.Generator],
                      on_target: Callable[[torch.Tensor, int], None] | None = None,
                      on_epoch: Callable[[int], None] | None = None,
+                     on_step: Callable[[int], None] | None = None,
                      backprop: str = "auto", compact: bool = True,
                      on_checkpoint: Callable[[Callable[[], dict]], None] | None = None,
                      resume: dict | None = None) -> TrainLog:
@@ -262,6 +263,9 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
     ``on_target(newly, epoch)`` is called, with the model as it stands, after every epoch at
     which some copies (the ``(E,)`` bool mask ``newly``) first meet the targets (``SGDSpec``);
     ``on_epoch(epoch)`` after every epoch (1-based), before any target bookkeeping.
+    ``on_step(step)`` after every SGD step (1-based, counted over the whole run), with the model
+    as it stands, while every copy still trains in the model's own tensors (no copy stopped at
+    the target yet; afterwards it is not called): Thm 3's early window, a few steps in.
 
     ``backprop="auto"`` trains a :class:`~robustlab.models.DeepMLP` (every weight trainable)
     with its closed-form backward pass and the momentum update fused into the weight-gradient
@@ -294,7 +298,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
         loop.resume(resume, model, spec)
     model.train()
     for t in range(loop.start_epoch, spec.epochs):
-        run_loss, run_acc = _run_epoch(loop, model, x, y, spec, t)
+        run_loss, run_acc = _run_epoch(loop, model, x, y, spec, t, on_step)
         _record_epoch(loop, t, run_loss, run_acc, len(x))
         if on_epoch is not None:
             on_epoch(t + 1)
@@ -383,7 +387,7 @@ class _Loop:
 
 
 def _run_epoch(loop: _Loop, model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: SGDSpec,
-               t: int) -> tuple[torch.Tensor, torch.Tensor]:
+               t: int, on_step: Callable[[int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One pass over the data in minibatches (each copy in its own order); the summed loss and
     correct counts of the copies that trained, before each update."""
     lr = spec.lr_at(t)
@@ -415,6 +419,8 @@ def _run_epoch(loop: _Loop, model: nn.Module, x: torch.Tensor, y: torch.Tensor, 
                     steps_ = [g * mk for g, mk in zip(steps_, loop.masks)]
                 torch._foreach_add_(params, steps_, alpha=-lr)
         loop.steps += 1
+        if on_step is not None and loop.sel is None and not loop.frozen_any:
+            on_step(loop.steps)
         run_loss += per.detach().double().sum(1)
         run_acc += correct.double().sum(1)
     return run_loss, run_acc

@@ -30,7 +30,7 @@ N_BOOT = 1000  # bootstrap resamples (percentile 95 % intervals)
 
 PROTOCOLS = {"target": "at equal fit (the first epoch a network reached target_acc)",
              "end": "at the end of the schedule", "init": "at initialisation",
-             "early": "at the end of epoch early_epoch"}
+             "early": "at the end of epoch early_epoch", "step": "after SGD step t (early_steps)"}
 
 UNIT = ("point", "seed")  # one network: the premises count and drop these
 
@@ -94,7 +94,8 @@ def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
     ``target``: when the network first reached the targets (NaN where it never did: those
     networks fail ``fit`` and are excluded, never measured elsewhere in their place); ``end``:
     at the end of the schedule, ``fit`` where its training accuracy meets the target there;
-    ``init``: before training (κ = 0, ``fit`` true); ``early``: after epoch ``early_epoch``.
+    ``init``: before training (κ = 0, ``fit`` true); ``early``: after epoch ``early_epoch``;
+    ``step<t>``: after SGD step t (``early_steps``).
     """
     v = f.copy()
     col = lambda c: v[c] if c in v.columns else pd.Series(np.nan, index=v.index)  # noqa: E731
@@ -110,7 +111,12 @@ def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
     elif protocol == "early":
         v["stability"], v["fd"], v["kappa_m"] = col("stability_early"), col("fd_ratio_early"), np.nan
         v["train_acc"], v["train_loss"] = col("train_acc_early"), col("train_loss_early")
-        v["fit"] = False
+        v["fit"], v["acc_window"] = False, v["train_acc"]
+    elif protocol.startswith("step") and protocol[4:].isdigit():
+        t = protocol[4:]
+        v["stability"], v["fd"], v["kappa_m"] = col(f"stability_step{t}"), col(f"fd_ratio_step{t}"), np.nan
+        v["train_acc"], v["train_loss"] = col(f"train_acc_step{t}"), col(f"train_loss_step{t}")
+        v["fit"], v["acc_window"] = False, v["train_acc"]
     else:
         raise ValueError(f"protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")
     v["trained"] = v["fit"]
@@ -129,8 +135,10 @@ def _classes(df: pd.DataFrame) -> pd.Series:
 
 
 def _early_open(df: pd.DataFrame) -> pd.Series:
+    """Training accuracy at the moment of the view (epoch ``early_epoch`` or step t) below the target."""
     tgt = df["target_acc"] if "target_acc" in df.columns else pd.Series(ACC_FLOOR, index=df.index)
-    return pd.to_numeric(df.get("train_acc_early"), errors="coerce") < tgt.where(tgt > 0, ACC_FLOOR)
+    acc = df["acc_window"] if "acc_window" in df.columns else df.get("train_acc_early")
+    return pd.to_numeric(acc, errors="coerce") < tgt.where(tgt > 0, ACC_FLOOR)
 
 
 PREMISES: dict[str, cl.Premise] = {
@@ -145,8 +153,8 @@ PREMISES: dict[str, cl.Premise] = {
     "plateau": cl.Premise("plateau", f"training loss changed by at most {PLATEAU_TOL:.0%} over the last "
                                      f"{PLATEAU_EPOCHS} epochs (App. E.2: compared at a plateau)",
                           lambda df: pd.to_numeric(df["loss_change_last10"], errors="coerce") <= PLATEAU_TOL),
-    "early-window": cl.Premise("early-window", "not yet at the target fit at epoch early_epoch (Thm 3: early "
-                                               "training)", _early_open),
+    "early-window": cl.Premise("early-window", "not yet at the target fit when measured (epoch "
+                                               "early_epoch or step t; Thm 3: early training)", _early_open),
     "over-parameterised": cl.Premise("over-parameterised", "width >= the number of training points (kappa, §5.2)",
                                      lambda df: pd.to_numeric(df["width"]) >= pd.to_numeric(df["n_train"])),
 }

@@ -30,7 +30,19 @@ from ...stats import (
     slope_estimate,
 )
 from ..base import Claim, Context
-from .analysis import PREMISES, PROTOCOLS, _r, _table, curve, finals, kept, protocols, series, view
+from .analysis import (
+    PREMISES,
+    PROTOCOLS,
+    _r,
+    _table,
+    curve,
+    finals,
+    kept,
+    merge_exclusions,
+    protocols,
+    series,
+    view,
+)
 from .lazy_claims import (
     AT_INIT_PREMISES,
     DEPTH_TRAINED_PREMISES,
@@ -44,6 +56,7 @@ from .lazy_claims import (
     _multi,
     _regime,
     _sweeps,
+    closed_form_at_init,
     decide_depth_at_init,
     decide_width_moves,
     depth_part,
@@ -58,6 +71,7 @@ from .lazy_claims import (
     width_peak_rule,
     width_sweep_rows,
 )
+from .presets import THM3_STEPS
 from .run import MIN_DEPTHS
 
 AT_INIT = "at-init"
@@ -106,8 +120,9 @@ SPECS = (
     cl.ClaimSpec("depth-lecun-nonlazy", kind=cl.EXPLORATORY, premises=("equal-fit", "fd-linear")),
     cl.ClaimSpec("nonlazy-width-early", premises=EARLY_PREMISES, control=cl.ControlSpec(
         {"init": "he"},
-        "He networks in Thm 3's own setting (one output, squared loss, the same window): lazy weights barely move "
-        "early, so P(early) / P(init) cannot fall with width there; Thm 3's condensation needs the small init")),
+        "He networks in Thm 3's own setting (one output, squared loss, the same steps), the same rule: lazy weights "
+        "barely move in 20 steps, so P(t) stays near P(0), whose expectation is flat in m; the slope of "
+        "log P(t) - log E_W P_init cannot be below 0 there; Thm 3's condensation needs the small init")),
     cl.ClaimSpec("nonlazy-width", premises=NONLAZY_PREMISES, control=cl.ControlSpec(
         {"init": "he"}, "the He (lazy) two-layer networks over the same widths: past the peak Thm 1 has lazy "
                         "stability tend to a constant in width, so a rule for 'falls with width' must fail there")),
@@ -187,21 +202,19 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
     record = cl.across("sweep", parts, quantifier="all")[1] if parts else None
     fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
-    variants = {"trained P only (not paired with init)": width_peak_rule(_unpaired(k))}
+    variants = {"trained P only (no init term)": width_peak_rule(k, "none"),
+                "paired with the same networks' sampled P_init (the statistic before issue 54's second round)":
+                    width_peak_rule(k, "sampled")}
     if len(fit):
         variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit)
     ev = {"definition": "per width sweep (init x depth x class set) of the networks on a loss plateau at the end: "
-                        "D(m) = log mean P(m) - log mean P_init(m) over the same networks; min(D(peak) - D(narrowest), "
+                        "D(m) = log mean P(m) - log E_W P_init(m) (the init's closed-form expectation, exact at finite "
+                        "width; flat in m for He and LeCun); min(D(peak) - D(narrowest), "
                         "D(peak) - D(widest)) at the interior maximum, percentile bootstrap over networks within each "
-                        "width (paired), above 0 in every sweep",
+                        "width, above 0 in every sweep",
           "judged_on": PROTOCOLS["end"], "parts": width_evidence(k), "control_parts": width_evidence(ck)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=record)
-
-
-def _unpaired(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows with P at init set to 1: the paired rule then reads the trained curve alone."""
-    return rows.assign(stability_init=1.0)
 
 
 def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -240,8 +253,8 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
     ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
     verdict, control = _judged(cid, width_peak_rule, k, ck)
     parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
-    ev = {"definition": "per (init, depth, class set, n_train) sweep of linearised solutions: the paired curve D(m) "
-                        "= log mean P_lin - log mean P_init and its interior maximum over both ends (width-peak's "
+    ev = {"definition": "per (init, depth, class set, n_train) sweep of linearised solutions: the curve D(m) "
+                        "= log mean P_lin - log E_W P_init (closed form) and its interior maximum over both ends (width-peak's "
                         "rule), above 0 in every sweep", "parts": width_evidence(k),
           "table": _lazy_table(k)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc,
@@ -372,36 +385,110 @@ def early_rule(rows: pd.DataFrame) -> Verdict:
     return cl.across("gamma", per, quantifier="all")[0]
 
 
+def _init_scale(rows: pd.DataFrame) -> pd.Series:
+    """Per row, the closed-form ``E_W P`` at initialisation of its network (exact at finite width:
+    ``metrics.expected_stability_at_init``); NaN where there is none."""
+    cache: dict = {}
+
+    def one(r: pd.Series) -> float:
+        key = (r["init"], int(r["width"]), int(r["depth"]), int(r["outputs"]), float(r["eps"]), int(r["d"]),
+               float(r["gamma"]) if r["init"] == "small" else None)
+        if key not in cache:
+            v = closed_form_at_init(r)
+            cache[key] = float(v) if v is not None and v > 0 else np.nan
+        return cache[key]
+    return rows.apply(one, axis=1) if len(rows) else pd.Series(np.nan, index=rows.index, dtype=float)
+
+
+def _steps_part(sub: pd.DataFrame, name: str) -> tuple[Verdict, dict]:
+    """One (init series, gamma, step): OLS slope of log P(t) − log E_W P_init on log m, below 0."""
+    widths = sorted(int(m) for m in sub["width"].unique())
+    cond = Condition(f">= {MIN_EARLY_WIDTHS} widths", len(widths) >= MIN_EARLY_WIDTHS, f"widths {widths}")
+    ok = len(widths) >= 2
+    r = np.log(sub["stability"].to_numpy(float)) - np.log(sub["init_scale"].to_numpy(float))
+    est = slope_estimate(sub["width"], np.exp(r), log_x=True, log_y=True) if ok else None
+    v = decide(est, threshold=0.0, side="below", conditions=[cond],
+               reason=f"{name}: slope of log P(t) - log E_W P_init on log m")
+    raw = slope_estimate(sub["width"], sub["stability"], log_x=True, log_y=True) if ok else None
+    scale = slope_estimate(sub["width"], sub["init_scale"], log_x=True, log_y=True) if ok else None
+    return v, {**v.to_dict(), "slope_log_P": _r(raw.value) if raw else None,
+               "slope_log_init_scale": _r(scale.value) if scale else None,
+               "by_width": {int(m): {"mean_log_P_over_init_scale": _r(float(np.mean(rr))), "networks": int(len(rr)),
+                                     "train_acc": _r(g["train_acc"].mean(), 3)}
+                            for (m, g), rr in ((mg, np.log(mg[1]["stability"].to_numpy(float))
+                                               - np.log(mg[1]["init_scale"].to_numpy(float)))
+                                              for mg in sub.groupby("width"))}}
+
+
+def _step_parts(rows: pd.DataFrame) -> dict[str, tuple[Verdict, dict]]:
+    out = {}
+    for init in sorted(rows["init"].unique()) if len(rows) else []:
+        for label, sub in series(rows.drop(columns=["step"]).assign(_step=rows["step"]), init):
+            g = f"gamma={float(sub['gamma'].iloc[0])}" if init == "small" else f"{init}{label}"
+            for t, x in sub.groupby("_step"):
+                out[f"{g}, step {int(t)}"] = _steps_part(x, f"{g}, step {int(t)}")
+    return out
+
+
+def steps_rule(rows: pd.DataFrame) -> Verdict:
+    """nonlazy-width-early's rule on rows of every measured step (column ``step``, ``stability`` =
+    P(t), ``init_scale`` = the closed-form E_W P_init): the OLS slope of log P(t) − log E_W P_init
+    on log m below 0 at every (gamma, step) (``across``, quantifier all)."""
+    parts = {k: v for k, (v, _) in _step_parts(rows).items()}
+    if not parts:
+        return not_applicable("no network meets the premises")
+    return cl.across("gamma x step", parts, quantifier="all")[0]
+
+
+def _step_views(s: pd.DataFrame, steps: list[int]) -> tuple[pd.DataFrame, pd.DataFrame, list[cl.Exclusion]]:
+    """Every step's view of the rows (``step`` added), the networks each keeps, and the merged exclusions."""
+    views, keeps, excs = [], [], []
+    for t in steps:
+        v = view(s, f"step{t}").assign(step=t)
+        k, exc = kept(v, EARLY_PREMISES)
+        views.append(v)
+        keeps.append(k)
+        excs.append([cl.Exclusion(e.premise, e.excluded, e.of, f"step {t}: {e.detail}") for e in exc])
+    k = pd.concat(keeps) if keeps else s.iloc[0:0]
+    return pd.concat(views), k.assign(init_scale=_init_scale(k)), merge_exclusions(excs)
+
+
 def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
-    """Thm 3 on measured dynamics: two-layer, one output, squared loss, early in training."""
+    """Thm 3 on measured dynamics: two-layer, one output, squared loss, a few SGD steps in."""
     cid = "nonlazy-width-early"
-    statement = ("Non-lazy width, early training (Thm 3: squared loss, small init): the first epoch of training "
-                 "makes stability fall with width (beyond the initial scale), at every gamma")
+    statement = ("Non-lazy width, early training (Thm 3: squared loss, small init): after 5, 10 and 20 SGD steps "
+                 "stability falls with width once the initialisation's scale is removed, at every gamma")
     f = finals(df)
-    ok = len(f) and "stability_early" in f.columns and "output" in f.columns
-    s = f[(f["depth"] == 2) & (f["output"] == "single") & f["stability_early"].notna()] if ok else f.iloc[0:0]
-    if s.empty or not (s["init"] == "small").any():
+    ok = len(f) and "output" in f.columns
+    s = f[(f["depth"] == 2) & (f["output"] == "single")] if ok else f.iloc[0:0]
+    steps = [t for t in THM3_STEPS if f"stability_step{t}" in s.columns and s[f"stability_step{t}"].notna().any()]
+    if s.empty or not (s["init"] == "small").any() or not steps:
         return _claim(cid, statement, "Thm 3",
-                      not_applicable("not measured in this run: Thm 3's premise (an early-training window under "
-                                     "the squared loss) needs output=single small-init runs"),
-                      {"reason": "no output=single, depth-2 runs with early_epoch > 0"})
-    v = view(s, "early")
-    k, exc = kept(v, EARLY_PREMISES)
+                      not_applicable("not measured in this run: Thm 3's premise (a few SGD steps under the squared "
+                                     "loss) needs output=single small-init runs with early_steps"),
+                      {"reason": "no output=single, depth-2 runs with early_steps"})
+    v, k, exc = _step_views(s, steps)
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
-    na = _coverage(v[v["init"] == "small"], _premise_objs(EARLY_PREMISES), axis="width", shape="slope",
-                  min_distinct=MIN_EARLY_WIDTHS, min_span=4.0)
-    verdict, control = _judged(cid, early_rule, small, he, na)
-    per = {float(x["gamma"].iloc[0]): _early_part(x, "small")[0] for _, x in series(small, "small")}
-    ev: dict = {"definition": "per network P(epoch early_epoch) / P(init) (Def. 3: no expectation over W), the OLS "
-                              "slope of its log on log m with a 95% t interval below 0, per gamma; the slope of log "
-                              "P(init) is 1 - 2 gamma by construction, which is why P(early) alone is not judged",
-                **{f"small[gamma={g}]": _early_part(x, "small")[1] for _, x in series(small, "small")
-                   for g in [float(x["gamma"].iloc[0])]}}
-    loose = kept(v, ("fd-linear",))[0]
-    variants = {"without the early-window premise": early_rule(loose[loose["init"] == "small"])} \
-        if (loose["init"] == "small").any() else None
+    na = None
+    for t in steps:
+        na = na or _coverage(v[(v["init"] == "small") & (v["step"] == t)], _premise_objs(EARLY_PREMISES),
+                             axis="width", shape="slope", min_distinct=MIN_EARLY_WIDTHS, min_span=4.0)
+    verdict, control = _judged(cid, steps_rule, small, he, na)
+    parts = _step_parts(small)
+    ev: dict = {"definition": "per network r(t) = log P(t) - log E_W P_init(m) (P after SGD step t, Def. 3; the "
+                              "init's closed-form expectation, exact at finite width, whose own slope on log m is "
+                              "1 - 2 gamma for the small init and 0 for He); OLS slope of r(t) on log m with a 95% "
+                              "t interval below 0, at every gamma and step t in " + str(steps),
+                "parts": {n: e for n, (_, e) in parts.items()},
+                "control_parts": {n: e for n, (_, e) in _step_parts(he).items()}}
+    variants = None
+    if "stability_early" in s.columns and s["stability_early"].notna().any():
+        ke = kept(view(s, "early"), EARLY_PREMISES)[0]
+        variants = {"exploratory: the per-network ratio P(epoch early_epoch) / P(init) (the earlier statistic)":
+                    early_rule(ke[ke["init"] == "small"])}
     return _claim(cid, statement, "Thm 3", verdict, ev, control=control, excluded=exc, variants=variants,
-                  across=cl.across("gamma", per, quantifier="all")[1] if per else None)
+                  across=cl.across("gamma x step", {n: pv for n, (pv, _) in parts.items()},
+                                   quantifier="all")[1] if parts else None)
 
 
 def nonlazy_rule(rows: pd.DataFrame) -> Verdict:

@@ -69,6 +69,8 @@ class WidthDepthInitConfig(Config):
     stop_at_target: bool = param(False, "stop training a seed at its target (cheaper; kappa(t) then ends there)")
     early_epoch: int = param(1, "also measure stability at the end of this epoch: the early-training window of "
                                 "Thm 3 (0: off)", ge=0)
+    early_steps: tuple[int, ...] = param((), "also measure stability after these SGD steps (Thm 3's window, a few "
+                                             "steps in; measured while every seed still trains: empty: off)")
     # measurement
     eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
     mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
@@ -107,6 +109,10 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("output", self.output, "multi for arch=cnn/resnet")
         if self.early_epoch > self.epochs:
             raise ConfigError("early_epoch", self.early_epoch, f"0 (off) or <= epochs ({self.epochs})")
+        if any(s < 1 for s in self.early_steps) or list(self.early_steps) != sorted(set(self.early_steps)):
+            raise ConfigError("early_steps", list(self.early_steps), "increasing step counts >= 1")
+        if self.early_steps and self.stop_at_target:
+            raise ConfigError("early_steps", list(self.early_steps), "empty when stop_at_target is true")
         if self.regime == "linearised" and (self.arch != "fcn" or self.output != "multi"):
             raise ConfigError("regime", self.regime, "sgd unless arch=fcn and output=multi")
 
@@ -217,7 +223,7 @@ def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig |
     n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
     return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
-                               stop_at_target=False, early_epoch=0, fd_points=0, init_draws=0)
+                               stop_at_target=False, early_epoch=0, early_steps=(), fd_points=0, init_draws=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -262,6 +268,7 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
 
 
 AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc", "fd_ratio")
+EARLY_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio")
 
 
 def _measure(model: torch.nn.Module, data: Split, base: WidthDepthInitConfig, E: int, act: int,
@@ -348,7 +355,12 @@ def _train(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split
     def on_epoch(epoch: int) -> None:
         if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
             vals = _measure(model, data, base, E, act, _fd_gens(cfgs, "early"))
-            early.update({k: vals[k] for k in ("stability", "train_loss", "train_acc", "fd_ratio") if k in vals})
+            early.update({k: vals[k] for k in EARLY_KEYS if k in vals})
+
+    def on_step(step: int) -> None:
+        if step in base.early_steps:  # Thm 3's window, a few SGD steps in (P(t) of the theorem)
+            vals = _measure(model, data, base, E, act, _fd_gens(cfgs, f"step{step}"))
+            early.update({f"{k}_step{step}": vals[k] for k in EARLY_KEYS if k in vals})
 
     # a long group saves its state now and then in the run's checkpoints/ and, run again after
     # an interruption, goes on from there (the same records; robustlab.sweep.checkpoint)
@@ -373,6 +385,7 @@ def _train(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split
                     progress=f"{base.init} depth {base.depth} width {base.width} epoch {st['epoch']}/{spec.epochs}")
 
     log = train_supervised(model, data.x_train, data.y_train, spec, on_target=on_target, on_epoch=on_epoch,
+                           on_step=on_step if base.early_steps else None,
                            generators=[make_generator(c.seed, "wdi-order") for c in cfgs],
                            on_checkpoint=on_checkpoint if ck is not None else None,
                            resume=saved.pop("train") if saved is not None else None)
@@ -463,10 +476,12 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "outputs": 1 if c.output == "single" else data.n_classes,
                  "seconds": seconds, "train_seconds": t_train, "train_gflop": gflop,
                  "gflops": ens_gflop / t_train if ens_gflop is not None and t_train > 0 else None}
-        if early:
+        if "stability" in early:
             final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
                          train_loss_early=float(early["train_loss"][e]),
                          train_acc_early=float(early["train_acc"][e]), fd_ratio_early=_opt(early, "fd_ratio", e))
+        for st in c.early_steps:  # None where the step was not reached with every seed training
+            final.update({f"{k}_step{st}": _opt(early, f"{k}_step{st}", e) for k in EARLY_KEYS})
         if draws is not None:
             final.update(draws[e])
         if mc is not None:
