@@ -137,7 +137,10 @@ def _row(init, L, m, seed, s, s0, *, output="multi", gamma=2.0, regime="sgd", cl
             "stability_at_target": s, "train_acc": 1.0, "test_acc": 0.9, "train_loss": 0.01,
             "train_acc_at_target": 0.99, "test_acc_at_target": 0.88, "train_loss_at_target": 0.05,
             "reached_target": True, "kappa_at_target": 0.1, "kappa": 0.12, "fd_ratio": 1.0,
-            "fd_ratio_at_target": 1.0, "fd_ratio_init": 1.0, "loss_change_last10": plateau}
+            "fd_ratio_at_target": 1.0, "fd_ratio_init": 1.0, "loss_change_last10": plateau,
+            # matched training loss (nonlazy-width): by default P there is P at the end
+            **{f"{k}_L{L:g}": v for L in (0.3, 0.2) for k, v in (("stability", s), ("fd_ratio", 1.0),
+                                                                  ("train_loss", L - 0.01), ("train_acc", 0.95))}}
 
 
 def by_id(df: pd.DataFrame) -> dict:
@@ -342,6 +345,27 @@ def test_nonlazy_width_rising_small_init_and_a_falling_he_control():
     assert by_id(synth(small=lambda m, L: 0.01 * m ** 0.3))["nonlazy-width"].decision.verdict == C
     c = by_id(synth(width=lambda m, L: falling(m)))["nonlazy-width"]
     assert c.control.verdict.verdict == R and c.decision.verdict != R
+
+
+def test_nonlazy_width_at_matched_loss_every_mark_and_the_premise():
+    """Issue 54: nonlazy-width is judged at matched training loss, L* 0.3 and 0.2 through across; a network
+    that never reached L* is excluded there (not measured elsewhere in its place)."""
+    df = synth(width=lambda m, L: step_peak(m, L) * (1 if m <= 8 else (m / 16) ** 0.2))
+    c = by_id(df)["nonlazy-width"]
+    assert c.decision.verdict == R and c.control.verdict.verdict == C
+    assert set(c.across["L*"]) == {"0.3", "0.2"}
+    # falling at 0.3 only, rising at 0.2: a claim for every L* is contradicted, naming 0.2
+    small = (df["kind"] == "final") & (df["init"] == "small")
+    df.loc[small, "stability_L0.2"] = 0.01 * df.loc[small, "width"] ** 0.3
+    c = by_id(df)["nonlazy-width"]
+    assert c.decision.verdict == C and "0.2" in c.decision.reason
+    # the small init never reaching 0.2 at widths >= 256: excluded, counted
+    df = synth(width=lambda m, L: step_peak(m, L) * (1 if m <= 8 else (m / 16) ** 0.2))
+    off = (df["kind"] == "final") & (df["init"] == "small") & (df["width"] >= 256)
+    df.loc[off, "stability_L0.2"] = np.nan
+    c = by_id(df)["nonlazy-width"]
+    assert {e.premise: e.excluded for e in c.excluded}["at-loss"] == 3 * 6
+    assert any("end of the schedule" in k for k in c.variants)
 
 
 def test_nonlazy_width_needs_he_to_rise_for_a_working_control():

@@ -95,3 +95,19 @@ def test_a_dead_network_has_an_empty_kernel_and_stays_at_its_initialisation():
     dws, info = lin.solve(ws, x, y)
     assert info["rank"] == 0 and info["lambda_min_kept"] is None
     assert all(float(d.abs().max()) == 0.0 for d in dws)
+
+
+def test_closed_form_jvp_matches_forward_ad():
+    """run._mlp_jvp (the finite-difference check's tangent, issue 54) against torch.func.jvp, float64."""
+    from robustlab.models import DeepMLP
+    from robustlab.studies.width_depth_init import run as R
+
+    gens = [torch.Generator().manual_seed(s) for s in range(3)]
+    for L in (2, 3, 4):
+        net = DeepMLP(7, 16, L, 3, init="he", generators=gens, dtype=torch.float64)
+        g = torch.Generator().manual_seed(L)
+        x = torch.randn(3, 11, 7, generator=g, dtype=torch.float64)
+        v = torch.randn(3, 11, 7, generator=g, dtype=torch.float64)
+        f0, jd = R._mlp_jvp(net, x, v)
+        f1, jd1 = torch.func.jvp(net, (x,), (v,))
+        assert torch.allclose(f0, f1, atol=1e-12) and torch.allclose(jd, jd1, atol=1e-12)

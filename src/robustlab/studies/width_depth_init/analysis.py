@@ -30,7 +30,8 @@ N_BOOT = 1000  # bootstrap resamples (percentile 95 % intervals)
 
 PROTOCOLS = {"target": "at equal fit (the first epoch a network reached target_acc)",
              "end": "at the end of the schedule", "init": "at initialisation",
-             "early": "at the end of epoch early_epoch", "step": "after SGD step t (early_steps)"}
+             "early": "at the end of epoch early_epoch", "step": "after SGD step t (early_steps)",
+             "loss": "the first epoch the training loss was at most L* (loss_marks)"}
 
 UNIT = ("point", "seed")  # one network: the premises count and drop these
 
@@ -95,7 +96,8 @@ def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
     networks fail ``fit`` and are excluded, never measured elsewhere in their place); ``end``:
     at the end of the schedule, ``fit`` where its training accuracy meets the target there;
     ``init``: before training (κ = 0, ``fit`` true); ``early``: after epoch ``early_epoch``;
-    ``step<t>``: after SGD step t (``early_steps``).
+    ``step<t>``: after SGD step t (``early_steps``); ``loss<L>``: the first epoch the full-pass
+    training loss was at most L (``loss_marks``; ``fit`` false where it never was).
     """
     v = f.copy()
     col = lambda c: v[c] if c in v.columns else pd.Series(np.nan, index=v.index)  # noqa: E731
@@ -112,6 +114,11 @@ def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
         v["stability"], v["fd"], v["kappa_m"] = col("stability_early"), col("fd_ratio_early"), np.nan
         v["train_acc"], v["train_loss"] = col("train_acc_early"), col("train_loss_early")
         v["fit"], v["acc_window"] = False, v["train_acc"]
+    elif protocol.startswith("loss") and protocol[4:]:
+        L = protocol[4:]
+        v["stability"], v["fd"], v["kappa_m"] = col(f"stability_L{L}"), col(f"fd_ratio_L{L}"), np.nan
+        v["train_acc"], v["train_loss"] = col(f"train_acc_L{L}"), col(f"train_loss_L{L}")
+        v["fit"] = pd.to_numeric(v["stability"], errors="coerce").notna()
     elif protocol.startswith("step") and protocol[4:].isdigit():
         t = protocol[4:]
         v["stability"], v["fd"], v["kappa_m"] = col(f"stability_step{t}"), col(f"fd_ratio_step{t}"), np.nan
@@ -155,6 +162,8 @@ PREMISES: dict[str, cl.Premise] = {
                           lambda df: pd.to_numeric(df["loss_change_last10"], errors="coerce") <= PLATEAU_TOL),
     "early-window": cl.Premise("early-window", "not yet at the target fit when measured (epoch "
                                                "early_epoch or step t; Thm 3: early training)", _early_open),
+    "at-loss": cl.premise_true("at-loss", "fit", "reached the training loss L* (measured the first epoch its "
+                                                 "full-pass training loss was at most L*)"),
     "over-parameterised": cl.Premise("over-parameterised", "width >= the number of training points (kappa, §5.2)",
                                      lambda df: pd.to_numeric(df["width"]) >= pd.to_numeric(df["n_train"])),
 }

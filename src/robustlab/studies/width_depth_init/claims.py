@@ -24,7 +24,6 @@ from ...stats import (
     Estimate,
     Verdict,
     decide,
-    difference_estimate,
     mean_estimate,
     not_applicable,
     slope_estimate,
@@ -71,7 +70,7 @@ from .lazy_claims import (
     width_peak_rule,
     width_sweep_rows,
 )
-from .presets import THM3_STEPS
+from .presets import LOSS_MARKS, THM3_STEPS
 from .run import MIN_DEPTHS
 
 AT_INIT = "at-init"
@@ -80,6 +79,7 @@ POPULATIONS = {AT_INIT: "the same networks at initialisation, before any trainin
                         "P trained)"}
 EARLY_PREMISES = ("early-window", "fd-linear")
 NONLAZY_PREMISES = ("plateau", "fd-linear")
+MATCHED_PREMISES = ("at-loss", "fd-linear")
 # nonlazy-width's range: Fig. 4(b)'s over-parameterised widths (the Thm 3 blocks' 16 and up), fixed
 # before its first run on this design; the narrower small-init networks are width-peak's control
 NONLAZY_MIN_WIDTH = 16
@@ -123,7 +123,7 @@ SPECS = (
         "He networks in Thm 3's own setting (one output, squared loss, the same steps), the same rule: lazy weights "
         "barely move in 20 steps, so P(t) stays near P(0), whose expectation is flat in m; the slope of "
         "log P(t) - log E_W P_init cannot be below 0 there; Thm 3's condensation needs the small init")),
-    cl.ClaimSpec("nonlazy-width", premises=NONLAZY_PREMISES, control=cl.ControlSpec(
+    cl.ClaimSpec("nonlazy-width", premises=MATCHED_PREMISES, control=cl.ControlSpec(
         {"init": "he"}, "the He (lazy) two-layer networks over the same widths: past the peak Thm 1 has lazy "
                         "stability tend to a constant in width, so a rule for 'falls with width' must fail there")),
     cl.ClaimSpec("kappa", premises=KAPPA_PREMISES, control=cl.ControlSpec(
@@ -510,7 +510,7 @@ def nonlazy_rule(rows: pd.DataFrame) -> Verdict:
 def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     cid = "nonlazy-width"
     statement = ("Non-lazy two-layer networks after training (Fig. 4b): stability falls with width (no phase "
-                 "transition)")
+                 "transition), compared at matched training loss L* in {0.3, 0.2}")
     f = finals(df)
     if f.empty or "stability" not in f.columns:
         return _no_results(cid, statement, "Fig. 4(b)")
@@ -520,20 +520,48 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     two = two[pd.to_numeric(two["width"]) >= NONLAZY_MIN_WIDTH]
     if not _both_inits(two):
         return _claim(cid, statement, "Fig. 4(b)", not_applicable(NOT_MEASURED_NONLAZY), {})
-    v = view(two, "end")
-    k, exc = kept(v, NONLAZY_PREMISES)
+    marks = [L for L in LOSS_MARKS if f"stability_L{L:g}" in two.columns]
+    end_v = view(two, "end")
+    k_end, exc_end = kept(end_v, NONLAZY_PREMISES)
+    ev: dict = {"definition": f"depth 2, cross-entropy, widths >= {NONLAZY_MIN_WIDTH}, each network measured the "
+                              "first epoch its full-pass training loss was at most L* (premises: reached L*, finite "
+                              "difference within tolerance): OLS slope of log P on log m below 0, at every L* "
+                              f"in {list(LOSS_MARKS)} (across)"}
+    end_rule = nonlazy_rule(k_end[k_end["init"] == "small"]) if (k_end["init"] == "small").any() else \
+        not_applicable("no small-init network on a plateau at the end")
+    variants = {"end of the schedule on a loss plateau (the reading before issue 54's second round)": end_rule}
+    if not marks:
+        return _claim(cid, statement, "Fig. 4(b)", not_applicable(
+            "not measured in this run: needs depth-2 small-init and He runs with loss_marks"), ev, excluded=exc_end,
+            variants=variants)
+    views = pd.concat([view(two, f"loss{L:g}").assign(mark=L) for L in marks])
+    keeps, excs = [], []
+    for L in marks:
+        kk, ex = kept(views[views["mark"] == L], MATCHED_PREMISES)
+        keeps.append(kk)
+        excs.append([cl.Exclusion(e.premise, e.excluded, e.of, f"L* = {L:g}: {e.detail}") for e in ex])
+    k = pd.concat(keeps)
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
-    na = _coverage(v[v["init"] == "small"], _premise_objs(NONLAZY_PREMISES), axis="width", shape="slope")
-    verdict, control = _judged(cid, nonlazy_rule, small, he, na)
-    ev = {"definition": f"depth 2, cross-entropy, widths >= {NONLAZY_MIN_WIDTH}, at the end on a loss plateau "
-                        "(finite difference within tolerance): OLS slope of log P on log m below 0",
-          "curve_small": _table(curve(small, "width")), "curve_he": _table(curve(he, "width"))}
-    common = sorted({int(m) for m in small["width"]} & {int(m) for m in he["width"]})
-    if common:
-        per_seed = lambda x: np.log(x[x["width"].isin(common)]["stability"]).groupby(x[x["width"].isin(common)]["seed"]).mean()  # noqa: E731
-        ev["log_P_small_minus_he"] = decide(difference_estimate(per_seed(small), per_seed(he)), threshold=0.0,
-                                            side="below", reason="evidence: below He over common widths").to_dict()
-    return _claim(cid, statement, "Fig. 4(b)", verdict, ev, control=control, excluded=exc)
+    na = None
+    for L in marks:
+        na = na or _coverage(views[(views["init"] == "small") & (views["mark"] == L)], _premise_objs(MATCHED_PREMISES),
+                             axis="width", shape="slope")
+    verdict, control = _judged(cid, matched_rule, small, he, na)
+    ev["curve_small"] = {f"L*={L:g}": _table(curve(small[small["mark"] == L], "width")) for L in marks}
+    ev["curve_he"] = {f"L*={L:g}": _table(curve(he[he["mark"] == L], "width")) for L in marks}
+    ev["end_curve_small"] = _table(curve(k_end[k_end["init"] == "small"], "width"))
+    per = {f"{L:g}": nonlazy_rule(small[small["mark"] == L]) for L in marks}
+    return _claim(cid, statement, "Fig. 4(b)", verdict, ev, control=control, excluded=merge_exclusions(excs),
+                  variants=variants, across=cl.across("L*", per, quantifier="all")[1])
+
+
+def matched_rule(rows: pd.DataFrame) -> Verdict:
+    """nonlazy-width's rule at matched loss: :func:`nonlazy_rule` at every L* of the rows (column
+    ``mark``; ``across``, quantifier all)."""
+    if rows.empty:
+        return not_applicable("no network meets the premises")
+    parts = {f"{L:g}": nonlazy_rule(rows[rows["mark"] == L]) for L in sorted(rows["mark"].unique(), reverse=True)}
+    return cl.across("L*", parts, quantifier="all")[0]
 
 
 def _same_output_as_he(f: pd.DataFrame) -> pd.DataFrame:

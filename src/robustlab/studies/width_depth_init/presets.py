@@ -24,6 +24,9 @@ THM3_BLOCK = {"init": ["small"], "depth": [2], "width": [16, 64, 256, 1024], "ou
               "classes": [(4, 9)], "epochs": [2], "gamma": [1.0, 1.5, 2.0], "early_steps": [THM3_STEPS]}
 # nonlazy-width-early's control: He (lazy) two-layer networks in Thm 3's own setting (one output,
 # squared loss, two classes, the same window), under the same rule.
+# nonlazy-width at matched training loss (issue 54): P the first epoch each network's full-pass training
+# loss is at most L* (declared before any run)
+LOSS_MARKS = (0.3, 0.2)
 THM3_CONTROL = {**THM3_BLOCK, "init": ["he"], "gamma": [2.0]}
 # width-peak's two-class sweep: with 2 classes a width below the class count cannot make the
 # peak, so a peak that is the paper's (the passage from under- to over-parameterised) must appear
@@ -50,7 +53,9 @@ LAZY_LIMIT = {"regime": ["linearised"], "init": ["he"], "depth": [2], "width": _
 QUICK_GRID = (
     # width sweeps (width-peak, width-peak-location), He and LeCun: depth 2 up to 5x the training set,
     # depths 3 and 4 up to 256 (past every peak measured: 4-16, issue 54)
-    {"init": ["he", "lecun"], "depth": [2], "width": _POW2, SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
+    # He carries the matched-loss marks (nonlazy-width's control), LeCun does not need them
+    {"init": ["he"], "depth": [2], "width": _POW2, SEEDS_KEY: [QUICK_WIDTH_SEEDS], "loss_marks": [LOSS_MARKS]},
+    {"init": ["lecun"], "depth": [2], "width": _POW2, SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
     {"init": ["he", "lecun"], "depth": [3], "width": _POW2[:9], SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
     {"init": ["he", "lecun"], "depth": [4], "width": _POW2[:8], SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
     # depth sweeps (depth-init-trained-*), every init at lr 0.03 (issue 54: at 0.1 with momentum no He or
@@ -61,7 +66,7 @@ QUICK_GRID = (
      "init_draws": [INIT_DRAWS], "epochs": [80], "decay_start": [60]},
     {**TWO_CLASS, "width": _POW2[1:8], SEEDS_KEY: [QUICK_WIDTH_SEEDS]},
     # the small (non-lazy) init over every width: width-peak's control; nonlazy-width and kappa from 16 up
-    {"init": ["small"], "depth": [2], "width": _POW2},
+    {"init": ["small"], "depth": [2], "width": _POW2, "loss_marks": [LOSS_MARKS]},
     # Thm 3 (nonlazy-width-early): one output, squared loss, two classes, the small init; only
     # the first epoch is the claim's window, so the schedule stops at 5
     THM3_BLOCK,
@@ -85,7 +90,7 @@ PAPER_GRID = (
     {"init": ["he", "lecun"], "depth": [2], "width": [2**i for i in range(15)]},
     {"init": ["he", "lecun"], "depth": [4, 6, 8], "width": [2**i for i in range(13)]},
     {"init": ["ntk"], "depth": [2, 4, 6, 8], "width": [2**i for i in range(4, 13)], "lr": [0.03]},
-    {"init": ["small"], "depth": [2], "width": [2**i for i in range(4, 15)]},
+    {"init": ["small"], "depth": [2], "width": [2**i for i in range(4, 15)], "loss_marks": [LOSS_MARKS]},
     # so that the preset measures every claim, the two experiments the blocks above lack, as
     # their slices run them: a second training-set size for width-peak-n-train (paper-width-n;
     # the first block is the 4000-point side) and Thm 3's squared-loss block for
@@ -120,7 +125,8 @@ PAPER_SLICES = {
               {"init": ["ntk"], "depth": [2, 4, 6, 8], "width": [256], "lr": [0.03], "mc_width": [256],
                "init_draws": [INIT_DRAWS]}),
     # nonlazy-width (Fig. 4b): the non-lazy and He two-layer networks across widths
-    "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)]},
+    "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)],
+                 "loss_marks": [LOSS_MARKS]},
                 {**THM3_BLOCK, "width": [2**i for i in range(4, 13, 2)], SEEDS_KEY: [THM3_PAPER_SEEDS]},
                 {**THM3_CONTROL, "width": [2**i for i in range(4, 13, 2)], SEEDS_KEY: [THM3_PAPER_SEEDS]}),
     # kappa: widths past the training-set size, where lazy training applies; 1000 training points

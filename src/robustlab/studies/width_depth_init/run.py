@@ -71,6 +71,8 @@ class WidthDepthInitConfig(Config):
                                 "Thm 3 (0: off)", ge=0)
     early_steps: tuple[int, ...] = param((), "also measure stability after these SGD steps (Thm 3's window, a few "
                                              "steps in; measured while every seed still trains: empty: off)")
+    loss_marks: tuple[float, ...] = param((), "also measure each seed the first epoch its full-pass training loss is "
+                                               "at most each of these (matched training loss; empty: off)")
     # measurement
     eps: float = param(0.1, "radius of the l2 perturbation ball", gt=0)
     mc_samples: int = param(200, "Monte Carlo draws per point at the MC grid point (0: none)", ge=0)
@@ -111,6 +113,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("early_epoch", self.early_epoch, f"0 (off) or <= epochs ({self.epochs})")
         if any(s < 1 for s in self.early_steps) or list(self.early_steps) != sorted(set(self.early_steps)):
             raise ConfigError("early_steps", list(self.early_steps), "increasing step counts >= 1")
+        if any(not v > 0 for v in self.loss_marks):
+            raise ConfigError("loss_marks", list(self.loss_marks), "training losses > 0")
         if self.early_steps and self.stop_at_target:
             raise ConfigError("early_steps", list(self.early_steps), "empty when stop_at_target is true")
         if self.regime == "linearised" and (self.arch != "fcn" or self.output != "multi"):
@@ -223,7 +227,8 @@ def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig |
     n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
     return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
-                               stop_at_target=False, early_epoch=0, early_steps=(), fd_points=0, init_draws=0)
+                               stop_at_target=False, early_epoch=0, early_steps=(), loss_marks=(), fd_points=0,
+                               init_draws=0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -267,8 +272,14 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
     return torch.cat(parts, 1).mean(1)
 
 
+def steps_per_epoch(cfg: WidthDepthInitConfig, n_train: int) -> int:
+    """SGD steps in one epoch (the last minibatch may be short)."""
+    return math.ceil(n_train / min(cfg.batch_size, n_train))
+
+
 AT_TARGET = ("stability", "train_loss", "train_acc", "test_acc", "fd_ratio")
 EARLY_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio")
+MARK_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio", "epoch")
 
 
 def _measure(model: torch.nn.Module, data: Split, base: WidthDepthInitConfig, E: int, act: int,
@@ -298,11 +309,29 @@ def _fd_ratio(model: torch.nn.Module, x: torch.Tensor, eps: float, gens: list[to
         r = eps * torch.rand(n, 1, generator=g, dtype=torch.float64) ** (1.0 / D)
         deltas.append(u / u.norm(dim=1, keepdim=True) * r)
     de = torch.stack(deltas).to(x.dtype).reshape(E, *x.shape).to(x.device)
-    xe = x.expand(E, *x.shape).contiguous()  # forward AD needs its own memory per copy
     with torch.no_grad():
-        f0, jd = torch.func.jvp(model, (xe,), (de,))
+        if isinstance(model, DeepMLP):
+            xe = x.expand(E, *x.shape)
+            f0, jd = _mlp_jvp(model, xe, de)
+        else:
+            xe = x.expand(E, *x.shape).contiguous()  # forward AD needs its own memory per copy
+            f0, jd = torch.func.jvp(model, (xe,), (de,))
         diff = model(xe + de) - f0
     return (diff.double().pow(2).sum((1, 2)) / jd.double().pow(2).sum((1, 2))).cpu()
+
+
+def _mlp_jvp(model: DeepMLP, x: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``f(x)`` and ``J_x f · v`` of a :class:`DeepMLP` in one pass, in closed form: the tangent
+    goes through the same weights, masked by each layer's ReLU pattern at ``x`` (derivative 0 at 0,
+    as autograd). The same numbers as ``torch.func.jvp`` up to rounding (tested), at about twice a
+    forward pass instead of forward AD's ~10x (issue 54: the finite-difference check was most of a
+    measurement's cost)."""
+    h, t = x, v
+    for W in model.weights[:-1]:
+        z = torch.bmm(h, W)
+        t = torch.bmm(t, W) * (z > 0).to(z.dtype)
+        h = torch.relu(z)
+    return torch.bmm(h, model.weights[-1]), torch.bmm(t, model.weights[-1])
 
 
 def _fd_gens(cfgs: list[WidthDepthInitConfig], when: str) -> list[torch.Generator]:
@@ -352,13 +381,45 @@ def _train(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split
             if k in vals:
                 at[k][newly] = vals[k]
 
+    per_epoch = steps_per_epoch(base, len(data.x_train))
+    for L in base.loss_marks:  # kept in ``early``: saved and resumed with it
+        for k in MARK_KEYS:
+            early.setdefault(f"{k}_L{L:g}", torch.full((E,), float("nan"), dtype=torch.float64))
+
+    def on_mark(epoch: int) -> None:
+        """Each copy the first epoch its full-pass training loss is at most L* (matched loss)."""
+        todo = [L for L in base.loss_marks if early[f"stability_L{L:g}"].isnan().any()]
+        if not todo:
+            return
+        loss, acc = (v.detach().double().cpu() for v in evaluate(model, data.x_train, data.y_train, base.loss, E=E))
+        for L in todo:
+            newly = early[f"stability_L{L:g}"].isnan() & (loss <= L)
+            idx = newly.nonzero().flatten().tolist()
+            if not idx:
+                continue
+            sub = model if len(idx) == E else model.members(idx)
+            vals = _measure(sub, data, base, len(idx), act, [_fd_gens(cfgs, f"L{L:g}")[i] for i in idx], train=False)
+            for k, v in (("stability", vals["stability"]), ("fd_ratio", vals.get("fd_ratio")),
+                         ("train_loss", loss[newly]), ("train_acc", acc[newly]),
+                         ("epoch", torch.full((len(idx),), float(epoch), dtype=torch.float64))):
+                if v is not None:
+                    early[f"{k}_L{L:g}"][newly] = v
+
     def on_epoch(epoch: int) -> None:
+        if base.loss_marks:
+            on_mark(epoch)
         if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
+            s = epoch * per_epoch
+            if f"stability_step{s}" in early:  # the same state, measured at that step a moment ago
+                early.update({k: early[f"{k}_step{s}"] for k in EARLY_KEYS if f"{k}_step{s}" in early})
+                return
             vals = _measure(model, data, base, E, act, _fd_gens(cfgs, "early"))
             early.update({k: vals[k] for k in EARLY_KEYS if k in vals})
 
     def on_step(step: int) -> None:
-        if step in base.early_steps:  # Thm 3's window, a few SGD steps in (P(t) of the theorem)
+        # Thm 3's window, a few SGD steps in (P(t) of the theorem); the last step of the schedule is the
+        # end's measurement (run_points copies it), not measured twice
+        if step in base.early_steps and step < spec.epochs * per_epoch:
             vals = _measure(model, data, base, E, act, _fd_gens(cfgs, f"step{step}"))
             early.update({f"{k}_step{step}": vals[k] for k in EARLY_KEYS if k in vals})
 
@@ -440,6 +501,10 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     draws = _init_draws(cfgs, data, dev, act)
     log, at, early, t_train = _train(cfgs, model, data, act)
     end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"))
+    last = base.epochs * steps_per_epoch(base, len(data.x_train))
+    if last in base.early_steps and bool(log.finite.all()) and int(log.stopped.min()) == base.epochs \
+            and not base.stop_at_target:  # every copy trained to the last step: the end is that step
+        early.update({f"{k}_step{last}": end[k] for k in EARLY_KEYS if k in end})
     te_loss = evaluate(model, data.x_test, data.y_test, base.loss, E=E)[0].double().cpu()
     mc = _mc_estimate(cfgs, model, data, act)
     seconds = time.perf_counter() - t0
@@ -480,6 +545,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
             final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
                          train_loss_early=float(early["train_loss"][e]),
                          train_acc_early=float(early["train_acc"][e]), fd_ratio_early=_opt(early, "fd_ratio", e))
+        for L in c.loss_marks:  # None where the copy never reached L*
+            final.update({f"{k}_L{L:g}": _opt(early, f"{k}_L{L:g}", e) for k in MARK_KEYS})
         for st in c.early_steps:  # None where the step was not reached with every seed training
             final.update({f"{k}_step{st}": _opt(early, f"{k}_step{st}", e) for k in EARLY_KEYS})
         if draws is not None:
