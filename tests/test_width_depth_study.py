@@ -292,7 +292,7 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
             "--grid", "regime=sgd", "--grid", "epochs=6", "--grid", "decay_start=40",
             *[a for kv in ("dataset=digits", "size=8", "n_train=60", "n_test=40", "batch_size=20",
                            "mc_samples=0", "target_loss=0", "early_epoch=0", "init_draws=0", "output=multi",
-                           "gamma=2", "classes=") for a in ("--set", kv)]]  # one block of the preset, two rates: 2 groups
+                           "gamma=2", "classes=", "loss_marks=", "early_steps=") for a in ("--set", kv)]]  # one block of the preset, two rates: 2 groups
     out, clean = tmp_path / "killed", tmp_path / "clean"
     res = subprocess.run([sys.executable, "-c", _DIES_AFTER_TWO_SAVES, *args, "--out", str(out)],
                          capture_output=True, text=True, timeout=300)

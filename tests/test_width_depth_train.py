@@ -278,3 +278,48 @@ def test_a_run_resumed_from_a_saved_state_equals_the_uninterrupted_run(backprop,
     assert all(torch.equal(a, b) for a, b in zip(before, m3.weights))
     other = DeepMLP(6, 32, 3, 3, generators=[make_generator(s, "i") for s in range(E)], dtype=dtype)
     assert not resume_fits(state, other, spec, E)
+
+
+def test_on_step_sees_the_model_after_each_step_until_a_copy_stops():
+    """Thm 3's window (issue 54): on_step(step) after every SGD step, the model as it stands; the
+    weights it sees after step s are the ones a run of s steps ends with."""
+    x, y = toy()
+    seen = {}
+
+    def run(epochs, hook=None):
+        net = DeepMLP(6, 8, 2, 3, generators=[make_generator(s, "init") for s in range(2)], dtype=torch.float64)
+        spec = SGDSpec(epochs=epochs, lr=0.1, batch_size=12, momentum=0.9)
+        train_supervised(net, x, y, spec, generators=[make_generator(s, "order") for s in range(2)], on_step=hook)
+        return net
+
+    def hook(step):
+        seen[step] = [W.detach().clone() for W in net.weights]
+
+    net = DeepMLP(6, 8, 2, 3, generators=[make_generator(s, "init") for s in range(2)], dtype=torch.float64)
+    train_supervised(net, x, y, SGDSpec(epochs=2, lr=0.1, batch_size=12, momentum=0.9),
+                     generators=[make_generator(s, "order") for s in range(2)], on_step=hook)
+    assert sorted(seen) == list(range(1, 9))  # 48 points in minibatches of 12: 4 steps per epoch
+    one_epoch = run(1)
+    assert all(torch.equal(a, b) for a, b in zip(seen[4], one_epoch.weights))
+
+
+def test_spectral_change_per_layer_against_svd():
+    from robustlab.studies.width_depth_init.run import spectral_change
+
+    g = torch.Generator().manual_seed(0)
+    w0 = [torch.randn(3, 5, 7, generator=g, dtype=torch.float64), torch.randn(3, 7, 2, generator=g, dtype=torch.float64)]
+    w = [a + 0.1 * torch.randn(a.shape, generator=g, dtype=torch.float64) for a in w0]
+    got = spectral_change(w0, w)
+    assert got.shape == (3, 2)
+    for e in range(3):
+        for l in range(2):
+            want = torch.linalg.svdvals(w[l][e] - w0[l][e])[0] / torch.linalg.svdvals(w0[l][e])[0]
+            assert float(got[e, l]) == pytest.approx(float(want), rel=1e-12)
+
+
+@pytest.mark.parametrize("field,value", [("early_steps", (10, 5)), ("early_steps", (0,)), ("loss_marks", (0.0,))])
+def test_bad_windows_are_refused(field, value):
+    from robustlab.studies.width_depth_init.run import WidthDepthInitConfig
+
+    with pytest.raises(ConfigError):
+        WidthDepthInitConfig(**{field: value})

@@ -127,13 +127,10 @@ STUDY = Study(
         # Issue 54 set the width sweeps back to 5 (QUICK_WIDTH_SEEDS, see there) to fit depth 4 and
         # the lazy limit into the old CPU budget.
         "quick": Preset(QUICK_BASE, QUICK_GRID, n_seeds=5,
-                        # measured with reproduce --replicate 2 (issue 51): contradicted at base seed 0
-                        # (−1.85 [−3.01, −1.48]), inconclusive at 17 (1.09 [−3.62, 1.32])
-                        undecided={"width-peak": "with 5 networks per width the mean P at initialisation at "
-                                                 "widths 1–2 is tiny and varies by orders of magnitude, so the "
-                                                 "paired (trained − init) peak-over-ends statistic is set by "
-                                                 "init noise at the narrow end; the lazy-limit arm "
-                                                 "(width-peak-lazy-limit) is the quick test of Thm 1"},
+                        # issue 51 capped width-peak here (Preset.undecided: its sampled-init paired statistic
+                        # read C at base seed 0 and I at 17); issue 54's second round removes the init term's
+                        # noise by the closed form, and the claim reads I at both seeds (seed 0: raw R, no
+                        # working control; seed 17: undecided at the He 2-class sweep), so the cap is gone
                         description="mnist5k 14x14, 200 training points, widths 1-1024 at depths 2-4 (and a 2-class "
                                     "sweep), depths 2-6 (35 networks per depth at init), 50 epochs, the lazy limit "
                                     "(linearised, 100 points, 10 and 2 classes), 5 seeds (~1.5 min on 2 idle cores)"),

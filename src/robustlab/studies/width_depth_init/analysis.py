@@ -312,7 +312,9 @@ def _table(c: pd.DataFrame) -> list[dict]:
 # (a learning rate, gamma, a dataset, …) splits that init into separate series, so that the
 # claims never pool networks trained differently. (A learning rate may still differ *between*
 # inits — "a rate per init" — since inits are always compared as separate series.)
-_CURVE_FIELDS = {"seed", "width", "depth", "init"} | _NOT_NETWORK
+# fields that add measurements to a network without changing it (its training is the same): never a series
+_MEASURE_ONLY = {"early_steps", "loss_marks"}
+_CURVE_FIELDS = {"seed", "width", "depth", "init"} | _NOT_NETWORK | _MEASURE_ONLY
 
 
 def series(v: pd.DataFrame, init: str) -> list[tuple[str, pd.DataFrame]]:

@@ -19,6 +19,7 @@ from ... import claims as cl
 from ...metrics import expected_stability_at_init
 from ...stats import INCONCLUSIVE, Condition, Verdict, combine, decide, not_applicable
 from .analysis import (
+    KAPPA_LAZY,
     PREMISES,
     PROTOCOLS,
     _r,
@@ -143,7 +144,19 @@ def peak_part(sub: pd.DataFrame, name: str, init_term: str = "closed form") -> t
                "none (the trained curve alone)" if init_term == "none" else "the sampled mean P_init of the same networks",
                "curve_D": {int(m): _r(x) for m, x in zip(widths, d)},
                "peak_over_ends_paired_with_sampled_init": _r(float(peak_stat(sampled[None, :])[0])),
-               "peak_over_ends_trained_only": _r(trained_only), "curve": _table(curve(sub, "width"))}
+               "peak_over_ends_trained_only": _r(trained_only), "curve": _table(curve(sub, "width")),
+               **_layer_change(sub)}
+
+
+def _layer_change(sub: pd.DataFrame) -> dict:
+    """Evidence: per width, the median over networks of the largest per-layer relative spectral change
+    ‖W_l − W_l(0)‖₂ / ‖W_l(0)‖₂ at the end (issue 54: per layer, not the pooled κ), and the share of networks
+    whose every layer moved at most KAPPA_LAZY in that norm."""
+    if "spectral_change_max" not in sub.columns or sub["spectral_change_max"].isna().all():
+        return {}
+    x = pd.to_numeric(sub["spectral_change_max"], errors="coerce")
+    return {"max_layer_spectral_change_median": {int(m): _r(g.median(), 3) for m, g in x.groupby(sub["width"])},
+            "share_every_layer_within_lazy_bound": _r(float((x.dropna() <= KAPPA_LAZY).mean()), 3)}
 
 
 def width_peak_rule(rows: pd.DataFrame, init_term: str = "closed form") -> Verdict:

@@ -272,6 +272,21 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
     return torch.cat(parts, 1).mean(1)
 
 
+@torch.no_grad()
+def spectral_change(w0: list[torch.Tensor], w: list[torch.Tensor]) -> torch.Tensor:
+    """Per copy and layer, ``‖W_l − W_l(0)‖₂ / ‖W_l(0)‖₂`` (spectral norms), ``(E, L)`` float64: how far
+    each layer left its initialisation, beside the Frobenius κ_l (issue 54: the pooled κ is set by the
+    d×m input layer)."""
+    out = []
+    for a, b in zip(w0, w):
+        d = (b.detach() - a).double()
+        ok = torch.isfinite(d).flatten(1).all(1)  # a diverged copy: NaN (its row becomes a NumericalError)
+        r = torch.linalg.matrix_norm(torch.where(ok[:, None, None], d, 0.0), ord=2) / \
+            torch.linalg.matrix_norm(a.double(), ord=2)
+        out.append(torch.where(ok, r, float("nan")))
+    return torch.stack(out, 1).cpu()
+
+
 def steps_per_epoch(cfg: WidthDepthInitConfig, n_train: int) -> int:
     """SGD steps in one epoch (the last minibatch may be short)."""
     return math.ceil(n_train / min(cfg.batch_size, n_train))
@@ -498,9 +513,11 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     # floats of one hidden activation per point (a CNN's channels at every pixel)
     act = base.width if base.arch == "fcn" else base.width * data.x_test[0, 0].numel()
     m0 = _measure(model, data, base, E, act, _fd_gens(cfgs, "init"), train=False)
+    w0 = [W.detach().clone() for W in model.weights] if isinstance(model, DeepMLP) else None
     draws = _init_draws(cfgs, data, dev, act)
     log, at, early, t_train = _train(cfgs, model, data, act)
     end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"))
+    spec_change = spectral_change(w0, list(model.weights)) if w0 is not None else None
     last = base.epochs * steps_per_epoch(base, len(data.x_train))
     if last in base.early_steps and bool(log.finite.all()) and int(log.stopped.min()) == base.epochs \
             and not base.stop_at_target:  # every copy trained to the last step: the end is that step
@@ -536,6 +553,8 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "kappa": float(log.kappa[e, trained - 1]),
                  "loss_change_last10": _loss_change(log.loss[e], trained),
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
+                 "spectral_change_layers": None if spec_change is None else [_finite(v) for v in spec_change[e]],
+                 "spectral_change_max": None if spec_change is None else _finite(spec_change[e].max()),
                  "fd_ratio": _opt(end, "fd_ratio", e), "fd_ratio_init": _opt(m0, "fd_ratio", e),
                  "n_params": n_params, "n_train": len(data.x_train), "n_test": len(data.x_test), "d": data.d,
                  "outputs": 1 if c.output == "single" else data.n_classes,
