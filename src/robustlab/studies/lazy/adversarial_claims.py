@@ -507,6 +507,10 @@ def radius_growth_claim(df: pd.DataFrame) -> Claim:
                  f"(R_factor >= 1) — the log–log slope of ε½ on R is above {R_GROWTH_MIN:g}, every (m, d). "
                  "(At the lazy radius itself ε½·√d is constant in d: eps-threshold.)")
     rows = _radius_rows(df)
+    if rows.empty:
+        return Claim(cid, statement, stats.not_applicable(
+            "not measured in this run: needs ε curves at several radii (R_factor); the paper preset measures them "
+            "(the quick preset does not: it cannot pay the seeds the claim needs)"), {}, SOURCE)
     kept, excl = cm.apply_premises(rows, [PREMISES["trained"]], unit=["_curve"])
     # the statement speaks beyond the lazy radius: the lazy networks' curves at R_factor >= 1 only
     lazy_init = kept[(_init_scale(kept) == 1.0) & (kept["R_factor"] >= 1.0)]
