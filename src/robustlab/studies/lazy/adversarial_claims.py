@@ -508,9 +508,14 @@ def radius_growth_claim(df: pd.DataFrame) -> Claim:
                  "(At the lazy radius itself ε½·√d is constant in d: eps-threshold.)")
     rows = _radius_rows(df)
     if rows.empty:
-        return Claim(cid, statement, stats.not_applicable(
-            "not measured in this run: needs ε curves at several radii (R_factor); the paper preset measures them "
-            "(the quick preset does not: it cannot pay the seeds the claim needs)"), {}, SOURCE)
+        na = stats.not_applicable("not measured in this run: needs ε curves at several radii (R_factor); the paper "
+                                  "preset measures them (the quick preset does not: it cannot pay the seeds the "
+                                  "claim needs)")
+
+        def not_measured(_r: pd.DataFrame) -> stats.Verdict:
+            return na
+        verdict, control = cm.judge(_SPEC[cid], not_measured, rows, None)
+        return Claim(cid, statement, verdict, {}, SOURCE, control=control)
     kept, excl = cm.apply_premises(rows, [PREMISES["trained"]], unit=["_curve"])
     # the statement speaks beyond the lazy radius: the lazy networks' curves at R_factor >= 1 only
     lazy_init = kept[(_init_scale(kept) == 1.0) & (kept["R_factor"] >= 1.0)]
