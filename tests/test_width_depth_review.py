@@ -234,16 +234,21 @@ def test_nonlazy_early_control_is_contradicted_where_he_does_what_theory_says():
     assert ctl(claims_of(synth(steps_he=lambda m, t: 1.0))["nonlazy-width-early"]) == C
 
 
-@pytest.mark.xfail(strict=True, reason="defect: coverage is joined over steps by 'na or ...': one step whose premise "
-                                       "leaves < 3 widths (the wide networks fit by step 20) turns contradictions at "
-                                       "steps 5 and 10 into not applicable; that step should be excluded and named "
-                                       "(across outside=), not veto the others")
 def test_nonlazy_early_one_steps_lost_coverage_does_not_hide_the_other_steps_contradiction():
     df = synth(steps=lambda g, m, t: (m / 16) ** 0.5)
     assert v(claims_of(df)["nonlazy-width-early"]) == C
     fitted = (df["kind"] == "final") & (df["output"] == "single") & (df["init"] == "small") & (df["width"] >= 256)
     df.loc[fitted, "train_acc_step20"] = 1.0
-    assert v(claims_of(df)["nonlazy-width-early"]) == C
+    c = claims_of(df)["nonlazy-width-early"]
+    assert v(c) == C and c.across["gamma x step"]["step 20"].startswith("excluded")  # named, not joined
+
+
+def test_nonlazy_early_every_step_lost_reads_not_applicable():
+    df = synth(steps=lambda g, m, t: (m / 16) ** 0.5)
+    fitted = (df["kind"] == "final") & (df["output"] == "single") & (df["init"] == "small") & (df["width"] >= 256)
+    for t in (5, 10, 20):
+        df.loc[fitted, f"train_acc_step{t}"] = 1.0
+    assert v(claims_of(df)["nonlazy-width-early"]) == NA
 
 
 # ---- nonlazy-width (Fig. 4b) ----------------------------------------------------------------
@@ -358,14 +363,13 @@ def test_nonlazy_width_matched_loss_probes():
     assert ctl(c) == R and v(c) != R
 
 
-@pytest.mark.xfail(strict=True, reason="defect: coverage is joined over L* by 'na or ...': where the small init never "
-                                       "reaches L* = 0.2 past width 32 (< 3 widths kept there), the contradiction at "
-                                       "L* = 0.3 reads not applicable; the mark should be excluded and named "
-                                       "(across outside=), not veto the other")
 def test_nonlazy_width_one_marks_lost_coverage_does_not_hide_the_others_contradiction():
     df = synth(width=_he_rising_past_its_peak)
     small = (df["kind"] == "final") & (df["init"] == "small")
     for L in ("0.3", "0.2"):
         df.loc[small, f"stability_L{L}"] = 0.01 * df.loc[small, "width"] ** 0.3
     df.loc[small & (df["width"] >= 64), "stability_L0.2"] = np.nan  # never reached 0.2 there
-    assert v(claims_of(df)["nonlazy-width"]) == C
+    c = claims_of(df)["nonlazy-width"]
+    assert v(c) == C and c.across["L*"]["0.2"].startswith("excluded")  # named, not joined
+    df.loc[small & (df["width"] >= 64), "stability_L0.3"] = np.nan  # and never reached 0.3 either
+    assert v(claims_of(df)["nonlazy-width"]) == NA

@@ -10,6 +10,7 @@ as its own variant (``Claim.variants``), never substituted for a network that mi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -158,6 +159,11 @@ def _coverage(df: pd.DataFrame, premises: list[cl.Premise], *, axis: str, shape:
     """``cl.coverage`` counted per network (``point`` x ``seed``)."""
     return cl.coverage(df, premises, axis, shape=shape, min_distinct=min_distinct, min_span=min_span,
                        unit=[u for u in ("point", "seed") if u in df.columns])
+
+
+def _bound(rule, outside: dict) -> Callable[[pd.DataFrame], Verdict]:
+    """``rule`` with its excluded values bound, keeping the rule's name (the control's record)."""
+    return functools.update_wrapper(functools.partial(rule, outside=outside), rule)
 
 
 def _same_networks(v: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
@@ -430,14 +436,15 @@ def _step_parts(rows: pd.DataFrame) -> dict[str, tuple[Verdict, dict]]:
     return out
 
 
-def steps_rule(rows: pd.DataFrame) -> Verdict:
+def steps_rule(rows: pd.DataFrame, outside: dict | None = None) -> Verdict:
     """nonlazy-width-early's rule on rows of every measured step (column ``step``, ``stability`` =
     P(t), ``init_scale`` = the closed-form E_W P_init): the OLS slope of log P(t) − log E_W P_init
-    on log m below 0 at every (gamma, step) (``across``, quantifier all)."""
+    on log m below 0 at every (gamma, step) (``across``, quantifier all). ``outside``: steps excluded
+    by name (their premises left too few widths), ``{"step t": why}``."""
     parts = {k: v for k, (v, _) in _step_parts(rows).items()}
     if not parts:
         return not_applicable("no network meets the premises")
-    return cl.across("gamma x step", parts, quantifier="all")[0]
+    return cl.across("gamma x step", parts, quantifier="all", outside=outside)[0]
 
 
 def _step_views(s: pd.DataFrame, steps: list[int]) -> tuple[pd.DataFrame, pd.DataFrame, list[cl.Exclusion]]:
@@ -468,12 +475,16 @@ def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                                      "loss) needs output=single small-init runs with early_steps"),
                       {"reason": "no output=single, depth-2 runs with early_steps"})
     v, k, exc = _step_views(s, steps)
+    # coverage per step: a step whose premises leave the width axis undecidable is excluded by name
+    # (across outside=), from the claim's and the control's rows alike; the other steps decide
+    lost = {t: _coverage(v[(v["init"] == "small") & (v["step"] == t)], _premise_objs(EARLY_PREMISES),
+                         axis="width", shape="slope", min_distinct=MIN_EARLY_WIDTHS, min_span=4.0) for t in steps}
+    lost = {t: c.reason for t, c in lost.items() if c is not None}
+    k = k[~k["step"].isin(list(lost))]
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
-    na = None
-    for t in steps:
-        na = na or _coverage(v[(v["init"] == "small") & (v["step"] == t)], _premise_objs(EARLY_PREMISES),
-                             axis="width", shape="slope", min_distinct=MIN_EARLY_WIDTHS, min_span=4.0)
-    verdict, control = _judged(cid, steps_rule, small, he, na)
+    outside = {f"step {t}": why for t, why in lost.items()}
+    na = cl.across("step", {}, outside=outside)[0] if len(lost) == len(steps) else None
+    verdict, control = _judged(cid, _bound(steps_rule, outside), small, he, na)
     parts = _step_parts(small)
     ev: dict = {"definition": "per network r(t) = log P(t) - log E_W P_init(m) (P after SGD step t, Def. 3; the "
                               "init's closed-form expectation, exact at finite width, whose own slope on log m is "
@@ -488,7 +499,7 @@ def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                     early_rule(ke[ke["init"] == "small"])}
     return _claim(cid, statement, "Thm 3", verdict, ev, control=control, excluded=exc, variants=variants,
                   across=cl.across("gamma x step", {n: pv for n, (pv, _) in parts.items()},
-                                   quantifier="all")[1] if parts else None)
+                                   quantifier="all", outside=outside)[1] if parts or outside else None)
 
 
 def nonlazy_rule(rows: pd.DataFrame) -> Verdict:
@@ -541,27 +552,30 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
         keeps.append(kk)
         excs.append([cl.Exclusion(e.premise, e.excluded, e.of, f"L* = {L:g}: {e.detail}") for e in ex])
     k = pd.concat(keeps)
+    # coverage per L*: a mark whose premises leave the width axis undecidable is excluded by name
+    # (across outside=), from the claim's and the control's rows alike; the other marks decide
+    lost = {L: _coverage(views[(views["init"] == "small") & (views["mark"] == L)], _premise_objs(MATCHED_PREMISES),
+                         axis="width", shape="slope") for L in marks}
+    outside = {f"{L:g}": c.reason for L, c in lost.items() if c is not None}
+    k = k[~k["mark"].map(lambda L: f"{L:g}").isin(list(outside))]
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
-    na = None
-    for L in marks:
-        na = na or _coverage(views[(views["init"] == "small") & (views["mark"] == L)], _premise_objs(MATCHED_PREMISES),
-                             axis="width", shape="slope")
-    verdict, control = _judged(cid, matched_rule, small, he, na)
+    na = cl.across("L*", {}, outside=outside)[0] if len(outside) == len(marks) else None
+    verdict, control = _judged(cid, _bound(matched_rule, outside), small, he, na)
     ev["curve_small"] = {f"L*={L:g}": _table(curve(small[small["mark"] == L], "width")) for L in marks}
     ev["curve_he"] = {f"L*={L:g}": _table(curve(he[he["mark"] == L], "width")) for L in marks}
     ev["end_curve_small"] = _table(curve(k_end[k_end["init"] == "small"], "width"))
-    per = {f"{L:g}": nonlazy_rule(small[small["mark"] == L]) for L in marks}
+    per = {f"{L:g}": nonlazy_rule(small[small["mark"] == L]) for L in marks if f"{L:g}" not in outside}
     return _claim(cid, statement, "Fig. 4(b)", verdict, ev, control=control, excluded=merge_exclusions(excs),
-                  variants=variants, across=cl.across("L*", per, quantifier="all")[1])
+                  variants=variants, across=cl.across("L*", per, quantifier="all", outside=outside)[1])
 
 
-def matched_rule(rows: pd.DataFrame) -> Verdict:
+def matched_rule(rows: pd.DataFrame, outside: dict | None = None) -> Verdict:
     """nonlazy-width's rule at matched loss: :func:`nonlazy_rule` at every L* of the rows (column
-    ``mark``; ``across``, quantifier all)."""
+    ``mark``; ``across``, quantifier all). ``outside``: marks excluded by name, ``{"0.2": why}``."""
     if rows.empty:
         return not_applicable("no network meets the premises")
     parts = {f"{L:g}": nonlazy_rule(rows[rows["mark"] == L]) for L in sorted(rows["mark"].unique(), reverse=True)}
-    return cl.across("L*", parts, quantifier="all")[0]
+    return cl.across("L*", parts, quantifier="all", outside=outside)[0]
 
 
 def _same_output_as_he(f: pd.DataFrame) -> pd.DataFrame:
