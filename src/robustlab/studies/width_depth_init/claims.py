@@ -92,21 +92,28 @@ KAPPA_BAND = (0.75, 1.25)
 KAPPA_WINDOWS = ("late half", "whole constant-rate phase")
 MIN_EARLY_WIDTHS = 3
 SMALL = {"init": "small"}
+# width-peak and its lazy twin judge the trained curve P_T (review defect 2): dividing by the small
+# init's E_W P_init (falling as m^(1-2 gamma)) made their control rise with width by construction
+TRAINED_CURVE = "none"
+# the lazy limit's control: the small init's SGD networks, outside Thm 1's lazy regime (its own regime
+# premise), P measured validly; not width-peak's plateau premise (review defect 5)
+LAZY_LIMIT_CONTROL_PREMISES = ("non-lazy", "fd-linear")
 
 SPECS = (
     cl.ClaimSpec("width-peak", premises=WIDTH_PREMISES, control=cl.ControlSpec(
         SMALL, "the small-init (non-lazy) sweep over the same widths: Thm 3 and Fig. 4(b) have non-lazy two-layer "
-               "networks grow more robust with width monotonically, no phase transition, so the paired curve has "
-               "no interior maximum there (its P at init falls as m^(1-2 gamma), so D rises unless training "
-               "makes a peak)"), min_points=MIN_EARLY_WIDTHS),
+               "networks grow more robust with width monotonically, no phase transition, so the trained curve P_T "
+               "has no interior maximum there (judged on P_T itself, not divided by the init's scale, which "
+               "falls as m^(1-2 gamma) and would make the curve rise by construction)"), min_points=MIN_EARLY_WIDTHS),
     # exploratory: its registered control (the same networks at initialisation, where the location is noise)
     # reads inconclusive by construction, so it could never be a working control; no run of the grid has
     # a setting where theory fixes the peak's place in depth
     cl.ClaimSpec("width-peak-location", kind=cl.EXPLORATORY, premises=WIDTH_PREMISES),
     cl.ClaimSpec("width-peak-lazy-limit", premises=LAZY_LIMIT_PREMISES, control=cl.ControlSpec(
         SMALL, "the small-init networks trained by SGD (non-lazy, outside Thm 1): monotone in width by Thm 3 / "
-               "Fig. 4(b), no interior maximum; the linearised small init would keep the mechanism (a min-norm "
-               "solve peaks at the interpolation width at any init scale) and P at init is flat by construction")),
+               "Fig. 4(b), no interior maximum in the trained curve P_T; its networks are checked to be non-lazy "
+               "(kappa > KAPPA_LAZY) and validly measured, not on width-peak's plateau. No linearised small init: "
+               "it would keep the mechanism (a min-norm solve peaks at the interpolation width at any init scale)")),
     cl.ClaimSpec("width-peak-n-train", kind=cl.EXPLORATORY, premises=WIDTH_PREMISES),
     cl.ClaimSpec("depth-init-at-init", kind=cl.SELF_CHECK, premises=AT_INIT_PREMISES),
     cl.ClaimSpec("depth-init-trained-lecun", premises=DEPTH_TRAINED_PREMISES, control=cl.ControlSpec(
@@ -161,9 +168,11 @@ def _coverage(df: pd.DataFrame, premises: list[cl.Premise], *, axis: str, shape:
                        unit=[u for u in ("point", "seed") if u in df.columns])
 
 
-def _bound(rule, outside: dict) -> Callable[[pd.DataFrame], Verdict]:
-    """``rule`` with its excluded values bound, keeping the rule's name (the control's record)."""
-    return functools.update_wrapper(functools.partial(rule, outside=outside), rule)
+def _bound(rule, outside: dict | None = None, **kw) -> Callable[[pd.DataFrame], Verdict]:
+    """``rule`` with its excluded values (or other arguments) bound, keeping the rule's name (the
+    control's record)."""
+    args = {"outside": outside} if outside is not None else {}
+    return functools.update_wrapper(functools.partial(rule, **args, **kw), rule)
 
 
 def _same_networks(v: pd.DataFrame, k: pd.DataFrame) -> pd.DataFrame:
@@ -204,21 +213,23 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     k, exc = kept(v, WIDTH_PREMISES)
     ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
     na = _coverage(v, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak")
-    verdict, control = _judged(cid, width_peak_rule, k, ck, na)
-    parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
+    verdict, control = _judged(cid, _bound(width_peak_rule, init_term=TRAINED_CURVE), k, ck, na)
+    parts = {n: peak_part(s, n, TRAINED_CURVE)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
     record = cl.across("sweep", parts, quantifier="all")[1] if parts else None
     fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
-    variants = {"trained P only (no init term)": width_peak_rule(k, "none"),
+    variants = {"D paired with the closed-form E_W P_init (the statistic of issue 54's second round; flat in m for "
+                "He and LeCun, falls as m^(1-2 gamma) for the small init)": width_peak_rule(k),
                 "paired with the same networks' sampled P_init (the statistic before issue 54's second round)":
                     width_peak_rule(k, "sampled")}
     if len(fit):
-        variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit)
+        variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit, TRAINED_CURVE)
     ev = {"definition": "per width sweep (init x depth x class set) of the networks on a loss plateau at the end: "
-                        "D(m) = log mean P(m) - log E_W P_init(m) (the init's closed-form expectation, exact at finite "
-                        "width; flat in m for He and LeCun); min(D(peak) - D(narrowest), "
-                        "D(peak) - D(widest)) at the interior maximum, percentile bootstrap over networks within each "
-                        "width, above 0 in every sweep",
-          "judged_on": PROTOCOLS["end"], "parts": width_evidence(k), "control_parts": width_evidence(ck)}
+                        "D(m) = log mean P_T(m), the trained curve (what Fig. 4 plots; for He and LeCun E_W P_init "
+                        "is flat in m, so this equals the closed-form-paired D up to a constant); "
+                        "min(D(peak) - D(narrowest), D(peak) - D(widest)) at the interior maximum, percentile "
+                        "bootstrap over networks within each width, above 0 in every sweep",
+          "judged_on": PROTOCOLS["end"], "parts": width_evidence(k, TRAINED_CURVE),
+          "control_parts": width_evidence(ck, TRAINED_CURVE)}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=record)
 
@@ -256,14 +267,18 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
                                                             "points (the quick preset and paper-lazy-limit run them)"),
                       {})
     k, exc = kept(view(lz, "end"), LAZY_LIMIT_PREMISES)
-    ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
-    verdict, control = _judged(cid, width_peak_rule, k, ck)
-    parts = {n: peak_part(s, n)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
+    ck, cexc = kept(view(_small_sweep(f), "end"), LAZY_LIMIT_CONTROL_PREMISES)
+    verdict, control = _judged(cid, _bound(width_peak_rule, init_term=TRAINED_CURVE), k, ck)
+    parts = {n: peak_part(s, n, TRAINED_CURVE)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
     ev = {"definition": "per (init, depth, class set, n_train) sweep of linearised solutions: the curve D(m) "
-                        "= log mean P_lin - log E_W P_init (closed form) and its interior maximum over both ends (width-peak's "
-                        "rule), above 0 in every sweep", "parts": width_evidence(k),
-          "table": _lazy_table(k)}
-    return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc,
+                        "= log mean P_lin(m) (the solved curve; E_W P_init is flat in m for He) and its interior "
+                        "maximum over both ends (width-peak's rule), above 0 in every sweep",
+          "parts": width_evidence(k, TRAINED_CURVE), "table": _lazy_table(k),
+          "control_population": "the small init's depth-2 SGD width sweep at the end of the schedule (no preset runs "
+                                "a linearised small init), premises " + ", ".join(LAZY_LIMIT_CONTROL_PREMISES),
+          "control_excluded": [e.to_dict() for e in cexc], "control_parts": width_evidence(ck, TRAINED_CURVE)}
+    variants = {"D paired with the closed-form E_W P_init (issue 54's second round)": width_peak_rule(k)}
+    return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=cl.across("sweep", parts, quantifier="all")[1] if parts else None)
 
 
@@ -484,7 +499,7 @@ def claim_nonlazy_early(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
     outside = {f"step {t}": why for t, why in lost.items()}
     na = cl.across("step", {}, outside=outside)[0] if len(lost) == len(steps) else None
-    verdict, control = _judged(cid, _bound(steps_rule, outside), small, he, na)
+    verdict, control = _judged(cid, _bound(steps_rule, outside=outside), small, he, na)
     parts = _step_parts(small)
     ev: dict = {"definition": "per network r(t) = log P(t) - log E_W P_init(m) (P after SGD step t, Def. 3; the "
                               "init's closed-form expectation, exact at finite width, whose own slope on log m is "
@@ -560,7 +575,7 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     k = k[~k["mark"].map(lambda L: f"{L:g}").isin(list(outside))]
     small, he = k[k["init"] == "small"], k[k["init"] == "he"]
     na = cl.across("L*", {}, outside=outside)[0] if len(outside) == len(marks) else None
-    verdict, control = _judged(cid, _bound(matched_rule, outside), small, he, na)
+    verdict, control = _judged(cid, _bound(matched_rule, outside=outside), small, he, na)
     ev["curve_small"] = {f"L*={L:g}": _table(curve(small[small["mark"] == L], "width")) for L in marks}
     ev["curve_he"] = {f"L*={L:g}": _table(curve(he[he["mark"] == L], "width")) for L in marks}
     ev["end_curve_small"] = _table(curve(k_end[k_end["init"] == "small"], "width"))
