@@ -164,7 +164,7 @@ def test_lazy_limit_control_keeps_only_non_lazy_small_init_networks():
     lazy = (df["kind"] == "final") & (df["init"] == "small") & (df["width"] >= 8)
     df.loc[lazy, "kappa"] = 0.1
     c = claims_of(df)["width-peak-lazy-limit"]
-    assert ctl(c) == NA and {e["premise"] for e in c.evidence["control_excluded"]} >= {"non-lazy"}
+    assert ctl(c) == NA and {e["premise"] for e in c.evidence["control_excluded"]} >= {"not-lazy"}
 
 
 # ---- depth-init-trained-* -------------------------------------------------------------------

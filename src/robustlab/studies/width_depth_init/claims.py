@@ -103,7 +103,7 @@ NONLAZY_DELTA = 0.1
 TRAINED_CURVE = "none"
 # the lazy limit's control: the small init's SGD networks, outside Thm 1's lazy regime (its own regime
 # premise), P measured validly; not width-peak's plateau premise (review defect 5)
-LAZY_LIMIT_CONTROL_PREMISES = ("non-lazy", "fd-linear")
+LAZY_LIMIT_CONTROL_PREMISES = ("not-lazy", "fd-linear")
 
 SPECS = (
     cl.ClaimSpec("width-peak", premises=WIDTH_PREMISES, control=cl.ControlSpec(
