@@ -152,6 +152,9 @@ PREMISES: dict[str, cl.Premise] = {
     "equal-fit": cl.premise_true("equal-fit", "fit", "at the target fit when measured (target_acc reached; "
                                                       "at the end of the schedule: training accuracy >= target_acc)"),
     "lazy": cl.premise_at_most("lazy", "kappa_m", KAPPA_LAZY, "kappa = |theta - theta0| / |theta0| when measured"),
+    "not-lazy": cl.Premise("not-lazy", f"kappa = |theta - theta0| / |theta0| > {KAPPA_LAZY:g} when measured "
+                                       "(outside Thm 1's lazy regime: the small-init control's own regime)",
+                           lambda df: pd.to_numeric(df["kappa_m"], errors="coerce") > KAPPA_LAZY),
     "width>=classes": cl.Premise("width>=classes", "width >= the number of classes (no bottleneck below k)",
                                  lambda df: pd.to_numeric(df["width"]) >= _classes(df)),
     "fd-linear": cl.Premise("fd-linear", f"|finite difference / linear formula - 1| <= {FD_TOL:g} at radius eps "

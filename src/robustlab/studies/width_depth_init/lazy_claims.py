@@ -168,8 +168,8 @@ def width_peak_rule(rows: pd.DataFrame, init_term: str = "closed form") -> Verdi
     return cl.across("sweep", parts, quantifier="all")[0]
 
 
-def width_evidence(rows: pd.DataFrame) -> dict:
-    return {name: peak_part(sub, name)[1] for name, sub in _sweeps(rows) if sub["width"].nunique() >= 2}
+def width_evidence(rows: pd.DataFrame, init_term: str = "closed form") -> dict:
+    return {name: peak_part(sub, name, init_term)[1] for name, sub in _sweeps(rows) if sub["width"].nunique() >= 2}
 
 
 def _location_stat(widths_per_depth: list[list[int]], depths: list[int]) -> Callable[[np.ndarray], np.ndarray]:
