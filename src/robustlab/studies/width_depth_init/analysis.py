@@ -249,6 +249,42 @@ def boot_paired(trained: Sequence[np.ndarray], init: Sequence[np.ndarray],
     return _estimate(value, boots, int(sum(len(g) for g in trained)), len(trained), what)
 
 
+PEAK_BOOT = 4000  # resamples for the peak's Bonferroni tails (alpha / 2K ~ 0.003: ~11 resamples past it)
+
+
+def boot_peak(trained: Sequence[np.ndarray], init: Sequence[np.ndarray], what: str, seed: int = 0) -> Estimate:
+    """``peak_stat`` of the paired curve D(m) with a valid interval (width-peak, defect 1): a
+    union-intersection over the K interior candidate widths j. theta_j = min(D_j - D_first,
+    D_j - D_last); a percentile bootstrap interval of each theta_j at the Bonferroni level
+    0.05 / K (two-sided), simultaneous over j, so [max_j low_j, max_j high_j] covers
+    theta = max_j theta_j (= ``peak_stat``) with >= 95 %. Re-selecting the argmax inside each
+    resample (the old interval) is biased upward: a flat sweep read reproduced ~20 % of the time."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = log_means(trained) - log_means(init)
+        value = float(peak_stat(d[None, :])[0])
+        rng = np.random.default_rng(seed)
+        out = np.empty((PEAK_BOOT, len(trained)))
+        for j, (a, b) in enumerate(zip(trained, init)):
+            a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+            idx = rng.integers(0, len(a), size=(PEAK_BOOT, len(a)))
+            out[:, j] = np.log(a[idx].mean(1)) - np.log(b[idx].mean(1))
+        theta = np.minimum(out[:, 1:-1] - out[:, :1], out[:, 1:-1] - out[:, -1:])
+    n, k = int(sum(len(g) for g in trained)), theta.shape[1]
+    ok = np.isfinite(theta).all(0)
+    if not math.isfinite(value) or not ok.any():
+        return Estimate(value, -math.inf, math.inf, n, f"bootstrap over {n} {what} (no finite resample)")
+    q = 0.05 / (2 * k)
+    lo = np.where(ok, np.quantile(np.where(np.isfinite(theta), theta, 0.0), q, axis=0), -np.inf)
+    hi = np.where(ok, np.quantile(np.where(np.isfinite(theta), theta, 0.0), 1 - q, axis=0), np.inf)
+    best = theta.max(1)
+    return Estimate(value, float(lo.max()), float(hi.max()), n,
+                    f"union-intersection over {k} interior candidate widths: percentile bootstrap of each "
+                    f"peak-over-ends at Bonferroni level 0.05/{k}, interval [max low, max high] "
+                    f"({PEAK_BOOT} resamples over {n} {what} within {len(trained)} widths)",
+                    sd=float(best[np.isfinite(best)].std(ddof=1) * math.sqrt(n / max(1, len(trained)))),
+                    units_per_seed=float(len(trained)))
+
+
 def slope_stat(xs: Sequence[float]) -> Callable[[np.ndarray], np.ndarray]:
     """Row-wise OLS slope of the log means on ``xs``."""
     x = np.asarray(xs, dtype=np.float64)

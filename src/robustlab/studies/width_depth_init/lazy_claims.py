@@ -26,6 +26,7 @@ from .analysis import (
     _table,
     boot_estimate,
     boot_paired,
+    boot_peak,
     curve,
     groups_by,
     kept,
@@ -132,7 +133,7 @@ def peak_part(sub: pd.DataFrame, name: str, init_term: str = "closed form") -> t
     closed = _init_expectations(sub, widths) if init_term == "closed form" else None
     ref = (g0 if init_term != "none" else [np.ones(len(a)) for a in gt]) if closed is None \
         else [np.full(len(a), c) for a, c in zip(gt, closed)]
-    est = boot_paired(gt, ref, peak_stat, "networks")
+    est = boot_peak(gt, ref, "networks")
     v = decide(est, threshold=0.0, side="above", conditions=[cond], reason=name)
     with np.errstate(divide="ignore"):
         d = np.log([g.mean() for g in gt]) - np.log([g.mean() for g in ref])
