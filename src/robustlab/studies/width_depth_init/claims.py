@@ -220,10 +220,15 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     v = view(hl, "end")
     k, exc = kept(v, WIDTH_PREMISES)
     ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
-    na = _coverage(v, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak")
+    # coverage per sweep (defect 3): a sweep whose premises leave its peak undecidable (an end lost) is
+    # excluded by name (across outside=); the other sweeps decide; every sweep lost -> NA
+    lost = {n: _coverage(s, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak") for n, s in _sweeps(v)}
+    lost = {n: c.reason for n, c in lost.items() if c is not None}
+    k = pd.concat([s for n, s in _sweeps(k) if n not in lost] or [k.iloc[0:0]])
+    na = cl.across("sweep", {}, outside=lost)[0] if lost and len(lost) == len(_sweeps(v)) else None
     verdict, control = _judged(cid, _bound(width_peak_rule, init_term=TRAINED_CURVE), k, ck, na)
     parts = {n: peak_part(s, n, TRAINED_CURVE)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
-    record = cl.across("sweep", parts, quantifier="all")[1] if parts else None
+    record = cl.across("sweep", parts, quantifier="all", outside=lost)[1] if parts or lost else None
     fit, _ = kept(view(hl, "target"), WIDTH_FIT_PREMISES) if "stability_at_target" in hl.columns else (k.iloc[0:0], [])
     variants = {"D paired with the closed-form E_W P_init (the statistic of issue 54's second round; flat in m for "
                 "He and LeCun, falls as m^(1-2 gamma) for the small init)": width_peak_rule(k),
