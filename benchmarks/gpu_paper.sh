@@ -25,6 +25,7 @@ echo "device: $DEVICE  workers: $WORKERS  out: $OUT  ($(date -u +%FT%TZ))"
 PRESETS=(
   "feature-learning paper"
   "lazy-attack paper"
+  "lazy-attack paper-large-d"
   "lazy-adversarial paper"
   "width-depth-init paper-width"
   "width-depth-init paper-width-n"
