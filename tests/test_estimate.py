@@ -4,23 +4,30 @@ their time to the run, and the floor it never goes below."""
 import pytest
 
 
-def _fake_clock(monkeypatch, per_epoch):
+def _fake_clock(monkeypatch, per_epoch, per_copy=False):
     """Replace the estimator's sweep and clock: a group takes 1 s of setup and
-    per_epoch[lr] seconds an epoch, so every time is exact. Returns the list of the
-    (lr, epochs) groups it ran, in order."""
+    per_epoch[lr] seconds an epoch (with ``per_copy``, that much for each of its points: a
+    large ensemble's time grows with its copies), so every time is exact. Returns the list of
+    the (lr, epochs) groups it ran, in order."""
     import types
 
     from robustlab.studies import estimate
 
-    now, ran = [0.0], []
+    now, ran, sizes = [0.0], _Ran(), []
 
     def fake_sweep(pts, *a, **k):
         ran.append((pts[0].lr, pts[0].epochs))
-        now[0] += 1.0 + per_epoch[pts[0].lr] * pts[0].epochs
+        now[0] += (1.0 + per_epoch[pts[0].lr] * pts[0].epochs) * (len(pts) if per_copy else 1)
+        sizes.append(len(pts))
 
     monkeypatch.setattr(estimate, "run_sweep", fake_sweep)
     monkeypatch.setattr(estimate, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    ran.sizes = sizes
     return ran
+
+
+class _Ran(list):
+    sizes: list
 
 
 def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(monkeypatch):
@@ -54,9 +61,10 @@ def test_dry_run_with_a_cost_model_samples_the_cheap_half_and_states_the_floor(m
 def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     """With a cost model and a probe, the costlier half of the groups gets its own time per
     FLOP: its group at the middle of its FLOPs runs whole where the cheaper half's rate says
-    it is quick, its costliest through probes of 8 and 16 steps (after a warm-up),
-    whose difference is the warm time per FLOP and whose rest is the group's setup; no estimate is shorter than that
-    costliest group. A fake clock makes every time exact."""
+    it is quick, its costliest through probes of one of its copies at 8 and 16 steps (after a
+    warm-up), whose difference is the warm time per FLOP and whose rest is one copy's setup; no
+    estimate is shorter than that costliest group. A fake clock whose groups take time per copy
+    makes every time exact."""
     import dataclasses
 
     from robustlab.studies import base, estimate, get_study
@@ -67,17 +75,18 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     study = dataclasses.replace(get_study("smoke"), cost=lambda c: unit[c.lr] * c.epochs,
                                 probe=lambda c, steps: dataclasses.replace(c, epochs=steps))
     p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.3,0.4,0.8"], n_seeds=2)
-    ran = _fake_clock(monkeypatch, per_epoch)
+    ran = _fake_clock(monkeypatch, per_epoch, per_copy=True)
     monkeypatch.setattr("robustlab.utils.matmul_rate", lambda threads=None: 1e30)
     e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
     # the cheaper half whole; of the costlier (0.3, 0.4, 0.8), 0.8 holds the middle of its FLOPs
-    # and is the costliest: probed, never run whole
+    # and is the costliest: probed (one copy of its two), never run whole
     assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.8, 1), (0.8, 8), (0.8, 16)]  # a warm-up first
+    assert ran.sizes == [2, 2, 2, 1, 1, 1]
     assert (e["sampled_groups"], e["sampled_points"], e["probed_groups"]) == (3, 6, 1)
-    cheap_s, cheap_f = 3 * (1 + 0.3), 3 * 2 * 30.0
+    cheap_s, cheap_f = 3 * 2 * (1 + 0.3), 3 * 2 * 30.0
     heavy_f = 2 * 30 * (2.0 + 3.0 + 1e9)
-    # probes: warm rate 800 s / (2 * 8e9 FLOPs); setup 1 s; the group: 1 + 100 * 30 s
-    heavy_s = 1 + 100.0 * 30
+    # probes: warm rate 800 s / 8e9 FLOPs (one copy); setup 1 s a copy; the group: 2 * (1 + 100 * 30) s
+    heavy_s = 2 * (1 + 100.0 * 30)
     # the two halves over 2 workers: 1504 s; but the costliest group runs on one worker alone
     assert (cheap_s / cheap_f * cheap_f + heavy_s / (2 * 30 * 1e9) * heavy_f) / 2 < heavy_s
     assert e["estimate_seconds"] == pytest.approx(heavy_s)
@@ -90,13 +99,15 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
     assert ran[3:] == [(0.8, 1), (0.8, 8), (0.8, 16), (0.8, 32), (0.8, 64), (0.8, 128)]
     assert e["sample_seconds"] == pytest.approx(cheap_s + 1.01 + sum(1 + 0.01 * s for s in (8, 16, 32, 64, 128)))
-    assert e["estimate_seconds"] == pytest.approx(max((cheap_s + (1 + 0.3) / (2 * 30 * 1e9) * heavy_f) / 2, 1.3))
+    assert e["estimate_seconds"] == pytest.approx(max((cheap_s + 2 * (1 + 0.3) / (2 * 30 * 1e9) * heavy_f) / 2,
+                                                      2 * 1.3))
     # never resolved: PROBE_ROUNDS pairs, up to 256 steps, and the last pair's time stands
     ran.clear()
     per_epoch[0.8] = 1e-4
     e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
     assert ran[3:] == [(0.8, 1)] + [(0.8, 8 * 2**j) for j in range(estimate.PROBE_ROUNDS + 1)]
-    assert e["estimate_seconds"] == pytest.approx(max((cheap_s + (1 + 0.003) / (2 * 30 * 1e9) * heavy_f) / 2, 1.003))
+    assert e["estimate_seconds"] == pytest.approx(max((cheap_s + 2 * (1 + 0.003) / (2 * 30 * 1e9) * heavy_f) / 2,
+                                                      2 * 1.003))
     per_epoch[0.8] = 100.0
     # a costlier half quick enough to run whole: no probe
     ran.clear()
@@ -104,7 +115,7 @@ def test_dry_run_times_the_costlier_half_whole_or_by_two_probes(monkeypatch):
     e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
     assert ran == [(0.05, 30), (0.1, 30), (0.2, 30), (0.4, 30), (0.8, 30)]  # 0.4: the middle of 2+3+4
     assert (e["sampled_groups"], e["sampled_points"], e["probed_groups"]) == (5, 10, 0)
-    heavy_s, heavy_t = (1 + 0.9) + (1 + 1.2), 2 * 30 * (3.0 + 4.0)
+    heavy_s, heavy_t = 2 * ((1 + 0.9) + (1 + 1.2)), 2 * 30 * (3.0 + 4.0)
     assert e["estimate_seconds"] == pytest.approx((cheap_s + heavy_s / heavy_t * 2 * 30 * 9.0) / 2)
     # without a probe, a costliest group too slow to run whole leaves the cheaper half's rate
     ran.clear()
@@ -232,3 +243,33 @@ def test_dry_run_floor_with_cuda_is_the_gpu_rate_once(monkeypatch, capsys):
     assert e["estimate_seconds"] == pytest.approx(fixed * 4 / 4 + total / 5e13)
     assert _dry_run([p], SweepOptions(workers=4), "robustlab run smoke") == 0
     assert "at the GPU's 50000 GFLOP/s (one device, shared by the workers)" in capsys.readouterr().out
+
+
+def test_dry_run_states_its_cost_model_and_calibration_points(monkeypatch, capsys):
+    """Every timing the estimate rests on is listed (the group as the plan tells it apart, its
+    FLOPs, its seconds) with the cost model in words, and --dry-run prints both; a fake study
+    whose groups cost a known time per FLOP is estimated exactly from them."""
+    import dataclasses
+
+    from robustlab.cli import _dry_run
+    from robustlab.studies import base, estimate, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    unit = {0.05: 1.0, 0.1: 2.0, 0.2: 4.0, 0.4: 8.0}  # FLOPs per seed and epoch
+    per_epoch = {lr: 0.01 * u for lr, u in unit.items()}  # 0.01 s per FLOP a copy, plus 1 s of setup
+    study = dataclasses.replace(get_study("smoke"), cost=lambda c: unit[c.lr] * c.epochs, probe=None)
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.4"], n_seeds=2)
+    _fake_clock(monkeypatch, per_epoch)
+    monkeypatch.setattr("robustlab.utils.matmul_rate", lambda threads=None: 1e30)
+    e = estimate.estimate(p, SweepOptions(workers=1), samples=2)
+    # the cheaper half (0.05, 0.1) whole; of the costlier, 0.4 holds the middle of its FLOPs and is its costliest
+    assert [s for _, s in e["calibration"]] == pytest.approx([1.3, 1.6, 3.4])
+    assert all("lr=" in what and "GFLOP" in what and "seed" not in what for what, _ in e["calibration"])
+    assert "FLOPs" in e["model"] and "costlier half at its own seconds per FLOP" in e["model"]
+    # each half at its own seconds per FLOP: 2.9 s / 180 FLOPs, and 3.4 s / 480 for the 720 of 0.2 and 0.4;
+    # the true time is 8.5 s (1.3 + 1.6 + 2.2 + 3.4): the 1 s of setup is not per FLOP
+    assert e["estimate_seconds"] == pytest.approx(2.9 + 3.4 / 480 * 720)
+    monkeypatch.setattr(estimate, "estimate", lambda *a, **k: e)
+    assert _dry_run([p], SweepOptions(workers=1), "robustlab run smoke") == 0
+    out = capsys.readouterr().out
+    assert "model: time per group = its FLOPs" in out and out.count("calibration: ") == 3

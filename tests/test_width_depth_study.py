@@ -153,6 +153,9 @@ def test_probe_keeps_the_step_shapes_and_its_lengths_differ_only_in_steps():
             (c.width, c.depth, c.init, c.batch_size, c.lr, c.classes, c.output)
         assert a.n_train == b.n_train == min(W._n_train(c), W.PROBE_BATCHES * c.batch_size)
         assert a.mc_samples == 0 and a.target_loss == 0 and a.target_acc == 0 and a.early_epoch == 0 and a.n_test == 16
+        assert a.fd_points == 0  # and so no per-layer spectral change (its SVDs dominated the paper probes)
+        w = W.probe_point(c, 1)  # the warm-up: one minibatch, not one epoch of PROBE_BATCHES
+        assert (w.epochs, w.n_train) == (1, min(W._n_train(c), c.batch_size))
         if a.n_train == W.PROBE_BATCHES * c.batch_size:
             assert (a.epochs, b.epochs) == (1, 2)
             per_step = W.point_flops(c) / c.epochs / (W._n_train(c) / c.batch_size)
@@ -160,6 +163,14 @@ def test_probe_keeps_the_step_shapes_and_its_lengths_differ_only_in_steps():
     # a point with fewer points than PROBE_BATCHES minibatches: more epochs over all of them
     small = W.WidthDepthInitConfig(**TINY)  # 60 points, batch 20: 3 steps an epoch
     assert (W.probe_point(small, 8).n_train, W.probe_point(small, 8).epochs, W.probe_point(small, 16).epochs) == (60, 3, 5)
+
+
+def test_no_fd_check_means_no_spectral_change():
+    """fd_points=0 (a --dry-run probe) turns the per-layer spectral change off with the
+    finite-difference check; the default keeps both."""
+    on, off = (W.run_points(cfgs(1, width=8, depth=3, init="he", epochs=1, fd_points=f))[0][-1] for f in (10, 0))
+    assert on["spectral_change_max"] is not None and len(on["spectral_change_layers"]) == 3
+    assert off["spectral_change_max"] is None and off["fd_ratio"] is None
 
 
 def test_run_points_rows_and_mc_against_exact():

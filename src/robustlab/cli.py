@@ -248,6 +248,10 @@ def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = Non
         print(f"{e['study']:<18}{e['to_run']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
               f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
               flush=True)
+        if e.get("model"):
+            print(f"  {e['study']}: model: {e['model']}")
+            for said, seconds in e.get("calibration", []):
+                print(f"    calibration: {said}: {seconds:.1f} s")
     for e in floors:
         where = (f"the GPU's {e['matmul_gflops']:.0f} GFLOP/s (one device, shared by the workers)"
                  if e.get("floor_device") == "cuda" and e.get("floor_parallel") == 1 else

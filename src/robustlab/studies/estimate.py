@@ -79,7 +79,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         "study": study.name, "points": len(plan_.points), "to_run": sum(len(g) for g in groups),
         "groups": len(groups), "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0,
         "sample_failed": 0, "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
-        "floor_device": None, "floor_parallel": None, "probed_groups": 0, "estimate_seconds": 0.0}
+        "floor_device": None, "floor_parallel": None, "probed_groups": 0, "estimate_seconds": 0.0,
+        "calibration": [], "model": ""}
     if not groups:  # everything is finished already
         return out
     costs = _group_totals(groups, study.cost, zero_ok=False)
@@ -94,7 +95,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     device = resolve_device(options.device)
     heavy_part: _CostlyHalf | None = None
     with tempfile.TemporaryDirectory(prefix="robustlab-dry-run-") as tmp:
-        timer = _Timer(study, options, Path(tmp), say)
+        timer = _Timer(study, options, Path(tmp), say, _varying(plan_.points))
         if costs is None and weights is not None and study.probe is not None:  # a group may be probed
             times, probed, spent = _time_weighed(study, picked, [weights[i] for i in picked_i], timer)
             seconds = sum(times)
@@ -108,7 +109,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     parallel = min(len(groups), options.workers if options.backend == "local" else
                    max(1, (os.cpu_count() or 1) // options.threads))
     out.update(sampled_groups=probed.count(False), sampled_points=sum(len(g) for g, p in zip(picked, probed) if not p),
-               sample_seconds=spent, sample_failed=timer.failed, parallel=parallel, probed_groups=probed.count(True))
+               sample_seconds=spent, sample_failed=timer.failed, parallel=parallel, probed_groups=probed.count(True),
+               calibration=timer.timed, model=_model(costs, weights, study.probe is not None, heavy, heavy_part))
     if costs is None:
         sampled_weight = sum(weights[i] for i in picked_i) if weights is not None else 0.0
         if sampled_weight > 0:
@@ -121,6 +123,31 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         return out
     _scale_by_flops(out, options, device, costs, heavy, heavy_part, seconds, sampled, len(picked))
     return out
+
+
+def _model(costs: list[float] | None, weights: list[float] | None, probes: bool, heavy: list[int],
+           heavy_part: _CostlyHalf | None) -> str:
+    """The cost model an estimate used, in words (``--dry-run`` prints it above its calibration)."""
+    if costs is None:
+        if weights is None:
+            return "time per group = the sampled groups' mean (groups spread evenly over the grid)"
+        return ("time per group = its weight x the sampled groups' seconds per unit of weight"
+                + (" (a long group timed through its probes)" if probes else ""))
+    text = ("time per group = its FLOPs (the study's count: training's matrix products) x the cheaper half's "
+            "seconds per FLOP")
+    if heavy_part is not None:
+        text += ("; the costlier half at its own seconds per FLOP, from its middle and costliest groups (run whole, "
+                 "or probed: one copy at 8 and 16 steps, their difference the warm time per FLOP, the rest the "
+                 "setup, counted once per copy)")
+    elif heavy:
+        text += " (the costlier half too: it could be neither run whole nor probed)"
+    return text + "; never below the FLOPs at this machine's matmul rate; / parallel workers"
+
+
+def _varying(points: list[Config]) -> tuple[str, ...]:
+    """The config fields whose value differs between the plan's points."""
+    dicts = [c.to_dict() for c in points]
+    return tuple(k for k in dicts[0] if any(repr(d[k]) != repr(dicts[0][k]) for d in dicts[1:])) if dicts else ()
 
 
 def _group_totals(groups: list[list[Config]], fn: Callable[[Config], float | None] | None,
@@ -159,10 +186,12 @@ class _Timer:
     own in ``tmp`` (a store skips the points it holds, and a probe may equal another: the
     warm-up and the shortest probe, where a study rounds up); counts the points that failed."""
 
-    def __init__(self, study: Study, options: SweepOptions, tmp: Path, say: Callable[[str], None] | None):
-        self.study, self.tmp, self.say = study, tmp, say
+    def __init__(self, study: Study, options: SweepOptions, tmp: Path, say: Callable[[str], None] | None,
+                 varying: tuple[str, ...] = ()):
+        self.study, self.tmp, self.say, self.varying = study, tmp, say, varying
         self.options = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
         self.failed, self.serial = 0, itertools.count()
+        self.timed: list[tuple[str, float]] = []  # (what, seconds) of every timing: the calibration
 
     def __call__(self, points: list[Config], said: str) -> float:
         st = self.study
@@ -172,9 +201,18 @@ class _Timer:
                       max_group=st.max_ensemble, label=f"{st.name} (dry run)")
             dt = time.perf_counter() - t0
             self.failed += len(store.failures())
+        said += self._what(points)
+        self.timed.append((said, dt))
         if self.say is not None:
             self.say(f"{st.name}: {said} in {dt:.1f} s")
         return dt
+
+    def _what(self, points: list[Config]) -> str:
+        """The timed points as the plan tells them apart (its varying fields), and their FLOPs."""
+        c = points[0].to_dict()
+        text = ", ".join(f"{k}={c[k]}" for k in self.varying if k != "seed")
+        f = _group_totals([points], self.study.cost, zero_ok=False)
+        return (f": {text}" if text else "") + (f"; {f[0] / 1e9:.3g} GFLOP" if f else "")
 
 
 def _scale_by_flops(out: dict[str, Any], options: SweepOptions, device: Any, costs: list[float], heavy: list[int],
@@ -244,7 +282,11 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     difference of their FLOPs is a step's time per FLOP once the memory is warm (the first
     steps of a large ensemble fault in its weights and buffers), and what the shorter probe
     took beyond its steps is the group's setup (initialisation, evaluation); the group
-    counts as that setup plus its own FLOPs at the warm rate. Where the difference is under
+    counts as that setup plus its own FLOPs at the warm rate. The probes are of the group's
+    first point alone (one copy of an ensemble: the same shapes a step, 1/E of its FLOPs),
+    its setup counted once per copy: on the width-depth-init paper grid five-copy probes
+    took minutes each (its depth-8 width-4096 group, 2e11 FLOPs a step), one copy's seconds.
+    Where the difference is under
     :data:`PROBE_RESOLVED` of the shorter probe's time, the setup's noise could swamp it: one
     more probe, twice as long as the longer, runs and pairs with it (at most
     :data:`PROBE_ROUNDS` pairs), so each round costs one probe, not two."""
@@ -258,7 +300,10 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     if len(whole) < len(picks):
         if study.probe is None or study.cost is None:
             return None
-        first = {i: _probe_pair(study, groups[i], study.cost) for i in picks if i not in whole}
+        # one copy of each probed group: its step runs at the group's shapes, and a large ensemble's
+        # probes cost E times as much (the width-depth-init paper grid's depth-8 width-4096 group:
+        # about 2e11 FLOPs a step at 5 seeds)
+        first = {i: _probe_pair(study, groups[i][:1], study.cost) for i in picks if i not in whole}
         if not all(v is not None for v in first.values()):
             return None
     seconds = flops_ = spent = t = 0.0
@@ -268,7 +313,8 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
             t = timed(groups[i], what + ", whole)")
             spent += t
         else:
-            t, took = _probed(study, groups[i], costs[i], first[i], study.cost, timed, what)
+            t, took = _probed(study, groups[i][:1], costs[i], first[i], study.cost, timed, what,
+                              copies=len(groups[i]))
             spent += took
         seconds += t
         flops_ += costs[i]
@@ -302,9 +348,12 @@ def _probe_pair(study: Study, group: list[Config], measure: Callable[[Config], f
 
 def _probed(study: Study, group: list[Config], size: float, first: tuple[_Probe, _Probe],
             measure: Callable[[Config], float | None], timed: Callable[[list[Config], str], float],
-            what: str) -> tuple[float, float]:
+            what: str, copies: int = 1) -> tuple[float, float]:
     """A group's time from its probes (see :func:`_time_costly_half`): the setup plus ``size``
-    (its measure) at the warm rate, and the seconds the probes took."""
+    (its measure) at the warm rate, and the seconds the probes took. ``group``: the points
+    probed; where they are one of a group's ``copies`` (seeds trained together), the setup
+    counts ``copies`` times (an upper bound: the data's loading is shared) and ``size`` is the
+    whole group's."""
     spent = timed([study.probe(group[0], 1)], what + ", a warm-up: one point's probe at 1 step)")
     steps, (short, long_) = PROBE_STEPS, first
     t1, t2 = timed(short[0], what + f", its probe of {steps} steps)"), 0.0
@@ -319,7 +368,7 @@ def _probed(study: Study, group: list[Config], size: float, first: tuple[_Probe,
         t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
         spent += t2
         warm = max(0.0, t2 - t1) / (long_[1] - short[1])
-        t = max(0.0, t1 - warm * short[1]) + warm * size
+        t = max(0.0, t1 - warm * short[1]) * copies + warm * size
         if t2 - t1 >= PROBE_RESOLVED * t1:
             break
         steps *= 2

@@ -81,7 +81,8 @@ class WidthDepthInitConfig(Config):
     mc_depth: int = param(2, "... depth", ge=2)
     mc_width: int = param(256, "... width", ge=1)
     fd_points: int = param(100, "held-out points for the finite-difference check of the linear formula "
-                                "(one delta each, at every measurement; 0: off)", ge=0)
+                                "(one delta each, at every measurement; 0: off, and the per-layer spectral change "
+                                "with it)", ge=0)
     init_draws: int = param(0, "extra networks per seed drawn at initialisation only (stability at init, "
                                 "the depth claim at t = 0; fcn only)", ge=0)
     regime: str = param("sgd", "sgd: train with the schedule above; linearised: the network linearised at "
@@ -218,13 +219,17 @@ PROBE_BATCHES = 8  # minibatches per epoch of a --dry-run probe
 def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig | None:
     """``cfg`` cut to about ``steps`` minibatches of its size (``Study.probe``, for
     ``--dry-run``): epochs over :data:`PROBE_BATCHES` minibatches of training points (fewer
-    if it has fewer), so every step multiplies the same shapes as the point's own training,
-    with 16 test points, no Monte Carlo estimate and no measurement at a target loss or an
-    early epoch. Probes of different lengths differ only in their epochs, so the difference
-    of their times is training alone."""
+    if it has fewer, or if ``steps`` is fewer: the warm-up probe is one step, not one epoch),
+    so every step multiplies the same shapes as the point's own training, with 16 test points,
+    no Monte Carlo estimate, no finite-difference check and so no per-layer spectral change
+    (float64 SVDs at the end, per copy: 84 s for one depth-8 width-4096 copy, which made the
+    paper grid's dry run take over 10 min; the estimate leaves them out, see the issue-54 note)
+    and no measurement at a target loss or an early epoch. Probes of different lengths from
+    :data:`PROBE_BATCHES` steps up differ only in their epochs, so the difference of their
+    times is training alone."""
     if cfg.regime == "linearised":
         return None  # no training to cut short: the group runs whole
-    n = min(_n_train(cfg), PROBE_BATCHES * cfg.batch_size)
+    n = min(_n_train(cfg), max(1, min(steps, PROBE_BATCHES)) * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
     return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
                                stop_at_target=False, early_epoch=0, early_steps=(), loss_marks=(), fd_points=0,
@@ -517,7 +522,9 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     draws = _init_draws(cfgs, data, dev, act)
     log, at, early, t_train = _train(cfgs, model, data, act)
     end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"))
-    spec_change = spectral_change(w0, list(model.weights)) if w0 is not None else None
+    # with the finite-difference check off (fd_points=0, as --dry-run's probes), the per-layer
+    # spectral change is off too: both check the linear regime, and its float64 SVDs dominate a probe
+    spec_change = spectral_change(w0, list(model.weights)) if w0 is not None and base.fd_points else None
     last = base.epochs * steps_per_epoch(base, len(data.x_train))
     if last in base.early_steps and bool(log.finite.all()) and int(log.stopped.min()) == base.epochs \
             and not base.stop_at_target:  # every copy trained to the last step: the end is that step
