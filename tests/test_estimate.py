@@ -21,7 +21,7 @@ def _fake_clock(monkeypatch, per_epoch, per_copy=False):
         sizes.append(len(pts))
 
     monkeypatch.setattr(estimate, "run_sweep", fake_sweep)
-    monkeypatch.setattr(estimate, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    monkeypatch.setattr(estimate, "time", types.SimpleNamespace(perf_counter=lambda: now[0], process_time=lambda: now[0]))
     ran.sizes = sizes
     return ran
 
@@ -266,6 +266,7 @@ def test_dry_run_states_its_cost_model_and_calibration_points(monkeypatch, capsy
     assert [s for _, s in e["calibration"]] == pytest.approx([1.3, 1.6, 3.4])
     assert all("lr=" in what and "GFLOP" in what and "seed" not in what for what, _ in e["calibration"])
     assert "FLOPs" in e["model"] and "costlier half at its own seconds per FLOP" in e["model"]
+    assert e["busy"] == 1.0  # the fake clock's CPU seconds are its wall seconds: no contention
     # each half at its own seconds per FLOP: 2.9 s / 180 FLOPs, and 3.4 s / 480 for the 720 of 0.2 and 0.4;
     # the true time is 8.5 s (1.3 + 1.6 + 2.2 + 3.4): the 1 s of setup is not per FLOP
     assert e["estimate_seconds"] == pytest.approx(2.9 + 3.4 / 480 * 720)
@@ -273,3 +274,8 @@ def test_dry_run_states_its_cost_model_and_calibration_points(monkeypatch, capsy
     assert _dry_run([p], SweepOptions(workers=1), "robustlab run smoke") == 0
     out = capsys.readouterr().out
     assert "model: time per group = its FLOPs" in out and out.count("calibration: ") == 3
+    assert "on idle cores" not in out
+    # timings that got half their core (a shared machine): the estimate on idle cores is half the estimate
+    e["busy"] = 0.5
+    assert _dry_run([p], SweepOptions(workers=1), "robustlab run smoke") == 0
+    assert "got 50% of their cores" in capsys.readouterr().out

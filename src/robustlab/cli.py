@@ -248,6 +248,9 @@ def _dry_run(plans: list, options, what: str, skips: list[set[str]] | None = Non
         print(f"{e['study']:<18}{e['to_run']:>8}{e['groups']:>8}{e['sampled_groups']:>9}"
               f"{_fmt_seconds(e['sample_seconds']):>13}{_fmt_seconds(e['estimate_seconds']):>11}{note}",
               flush=True)
+        if e.get("busy") is not None and e["busy"] < 0.9:
+            print(f"  {e['study']}: the timings got {e['busy']:.0%} of their cores (their CPU seconds over their wall "
+                  f"time: other jobs share this machine); on idle cores: {_fmt_seconds(e['estimate_seconds'] * e['busy'])}")
         if e.get("model"):
             print(f"  {e['study']}: model: {e['model']}")
             for said, seconds in e.get("calibration", []):

@@ -80,7 +80,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         "groups": len(groups), "sampled_groups": 0, "sampled_points": 0, "sample_seconds": 0.0,
         "sample_failed": 0, "parallel": 0, "flops": None, "floor_seconds": None, "matmul_gflops": None,
         "floor_device": None, "floor_parallel": None, "probed_groups": 0, "estimate_seconds": 0.0,
-        "calibration": [], "model": ""}
+        "calibration": [], "model": "", "busy": None}
     if not groups:  # everything is finished already
         return out
     costs = _group_totals(groups, study.cost, zero_ok=False)
@@ -110,7 +110,8 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
                    max(1, (os.cpu_count() or 1) // options.threads))
     out.update(sampled_groups=probed.count(False), sampled_points=sum(len(g) for g, p in zip(picked, probed) if not p),
                sample_seconds=spent, sample_failed=timer.failed, parallel=parallel, probed_groups=probed.count(True),
-               calibration=timer.timed, model=_model(costs, weights, study.probe is not None, heavy, heavy_part))
+               calibration=timer.timed, model=_model(costs, weights, study.probe is not None, heavy, heavy_part),
+               busy=_busy(timer, options, device))
     if costs is None:
         sampled_weight = sum(weights[i] for i in picked_i) if weights is not None else 0.0
         if sampled_weight > 0:
@@ -123,6 +124,16 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
         return out
     _scale_by_flops(out, options, device, costs, heavy, heavy_part, seconds, sampled, len(picked))
     return out
+
+
+def _busy(timer: _Timer, options: SweepOptions, device: Any) -> float | None:
+    """The share of its cores (``options.threads``) the timings got: their CPU seconds over
+    their wall seconds, at most 1; None on a GPU (its time is not this process's CPU) or
+    without timings. Under contention (other jobs on the machine) it is below 1, and the
+    estimate x it is the run's time on idle cores (the CPU seconds it would take)."""
+    if device.type != "cpu" or not timer.wall > 0:
+        return None
+    return min(1.0, timer.cpu / (timer.wall * max(1, options.threads)))
 
 
 def _model(costs: list[float] | None, weights: list[float] | None, probes: bool, heavy: list[int],
@@ -192,14 +203,20 @@ class _Timer:
         self.options = dataclasses.replace(options, workers=1, quiet=True, retry_failed=False)
         self.failed, self.serial = 0, itertools.count()
         self.timed: list[tuple[str, float]] = []  # (what, seconds) of every timing: the calibration
+        # this process's CPU seconds and the wall seconds of the timings (the points run in this
+        # process, workers=1 and isolate=False): on a shared machine their ratio is the share of
+        # its cores the timings got, and the estimate on idle cores is the estimate x that share
+        self.cpu = self.wall = 0.0
 
     def __call__(self, points: list[Config], said: str) -> float:
         st = self.study
         with Store(self.tmp / f"{next(self.serial)}.sqlite") as store:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             run_sweep(points, st.run_points, store, self.options, execute=execute, ensemble=st.ensemble,
                       max_group=st.max_ensemble, label=f"{st.name} (dry run)")
             dt = time.perf_counter() - t0
+            self.cpu += time.process_time() - c0
+            self.wall += dt
             self.failed += len(store.failures())
         said += self._what(points)
         self.timed.append((said, dt))
@@ -356,7 +373,8 @@ def _probed(study: Study, group: list[Config], size: float, first: tuple[_Probe,
     whole group's."""
     spent = timed([study.probe(group[0], 1)], what + ", a warm-up: one point's probe at 1 step)")
     steps, (short, long_) = PROBE_STEPS, first
-    t1, t2 = timed(short[0], what + f", its probe of {steps} steps)"), 0.0
+    its = "its" if copies == 1 else f"one copy's (setup x {copies})"
+    t1, t2 = timed(short[0], what + f", {its} probe of {steps} steps)"), 0.0
     spent += t1
     t = t1
     for round_ in range(PROBE_ROUNDS):
@@ -365,7 +383,7 @@ def _probed(study: Study, group: list[Config], size: float, first: tuple[_Probe,
             if nxt is None or not nxt[1] > long_[1]:
                 break  # a probe the study cannot count: keep the last pair's time
             short, long_, t1 = long_, nxt, t2
-        t2 = timed(long_[0], what + f", its probe of {2 * steps} steps)")
+        t2 = timed(long_[0], what + f", {its} probe of {2 * steps} steps)")
         spent += t2
         warm = max(0.0, t2 - t1) / (long_[1] - short[1])
         t = max(0.0, t1 - warm * short[1]) * copies + warm * size
