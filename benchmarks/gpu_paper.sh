@@ -8,6 +8,8 @@
 # is present, runs the presets one after another (resumable: a rerun continues each run), and
 # prints per preset its wall time and each claim's verdict, effect and interval. The presets
 # that need files not shipped with the code (paper-mnist: the full MNIST) are skipped with a line.
+# width-depth-init runs its whole paper preset (issue 54's GPU target: <= 10 min) and then each of
+# its paper slices (the CPU-sized experiments, some of them outside the paper preset's grid).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/gpu-paper}
@@ -27,7 +29,10 @@ PRESETS=(
   "lazy-attack paper"
   "lazy-attack paper-large-d"
   "lazy-adversarial paper"
-  "width-depth-init paper-width"
+  "width-depth-init paper"
+  "width-depth-init paper-width-he"
+  "width-depth-init paper-width-lecun"
+  "width-depth-init paper-lazy-limit"
   "width-depth-init paper-width-n"
   "width-depth-init paper-depth"
   "width-depth-init paper-nonlazy"

@@ -336,3 +336,33 @@ def test_a_group_killed_while_it_trains_resumes_from_its_checkpoint(tmp_path, mo
     rows = [[{k: v for k, v in r.items() if k not in timing} for r in records.read_jsonl(d / "results.jsonl")]
             for d in (out, clean)]
     assert rows[0] == rows[1] and len(rows[0]) == 4 * 7  # two groups of 2 seeds: 6 epoch rows and a final row each
+
+
+def test_width_slices_split_the_old_one_by_init_and_each_keeps_the_control():
+    """paper-width-he and paper-width-lecun are the one paper-width slice (measured 1,758 CPU-s,
+    over 15 min on 2 cores) split along init, nothing cut: together exactly its points, each with
+    the small-init sweep (width-peak's control) and one lazy init's sweeps."""
+    import dataclasses
+
+    from robustlab.config import config_hash
+
+    study = get_study("width-depth-init")
+    old_grid = ({"init": ["he", "lecun"], "depth": [2, 3, 4], "width": [2**i for i in range(11)]},
+                {"init": ["he", "lecun"], "depth": [2], "classes": [(0, 1)], "width": [2**i for i in range(1, 11)]},
+                {"init": ["small"], "depth": [2], "width": [2**i for i in range(11)]})
+    old_study = dataclasses.replace(study, presets={"old": Preset(W.PAPER_BASE, old_grid, n_seeds=5)})
+    old = {config_hash(c.to_dict()) for c in plan(old_study, preset="old").points}
+    keys = {}
+    for init in ("he", "lecun"):
+        pts = plan(study, preset=f"paper-width-{init}").points
+        keys[init] = {config_hash(c.to_dict()) for c in pts}
+        assert {c.init for c in pts} == {init, "small"}
+        assert {c.width for c in pts if c.init == "small"} == {2**i for i in range(11)}
+    assert keys["he"] | keys["lecun"] == old and len(old) == 485
+
+
+def test_gpu_paper_script_runs_every_width_depth_init_paper_preset():
+    text = (Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_paper.sh").read_text()
+    listed = {line.strip().strip('"').split()[1] for line in text.splitlines()
+              if line.strip().startswith('"width-depth-init ')}
+    assert listed == {p for p in get_study("width-depth-init").presets if p.startswith("paper")}

@@ -106,14 +106,26 @@ PAPER_GRID = (
 # training split of 4000 points, 50 epochs, step decay from epoch 30 every 10), sized for about
 # 15 minutes on 2 CPU cores (the estimate and how it was measured: the issue-12 note).
 # ``robustlab run width-depth-init --preset paper-<name>``.
+# width-peak's slices, one per lazy init (issue 54: the one slice of both, 485 points, measured 1,758 CPU-s
+# on 1 worker, 48 min wall under contention; on 2 idle cores about 15 min before the workers' start-up):
+# He's or LeCun's sweeps at depths 2, 3 and 4 (10 classes) and depth 2 (2 classes), from
+# under-parameterised (m (d + k) << 4000 k) to past the interpolation width (m ~ 50), five seeds, and
+# in both the small-init sweep, width-peak's control (the same points: `--reuse` shares them). Nothing
+# is cut: the split is along init, and every claim these slices decide is a rule on each (init, depth,
+# class set) sweep, or (init, class set) series, "in every sweep" (width-peak, width-peak-location:
+# across "all"), so the two slices' verdicts combine exactly: R where both read R, C where one reads C,
+# otherwise I; each slice's verdict is the claim's on its init, and each carries the control.
+def _width_slice(init: str) -> tuple[dict, ...]:
+    return ({"init": [init], "depth": [2, 3, 4], "width": [2**i for i in range(11)]},
+            {**TWO_CLASS, "init": [init], "width": [2**i for i in range(1, 11)]},
+            {"init": ["small"], "depth": [2], "width": [2**i for i in range(11)]})
+
+
 PAPER_SLICES = {
-    # width-peak: He and LeCun, depth 2 and 3, from under-parameterised (m (d + k) << 4000 k) to
-    # past the interpolation width (m ~ 50); five seeds, as every slice (the budget: the quick
-    # preset gives its width blocks 7, from a power estimate at its scale, QUICK_WIDTH_SEEDS; the paper-width
-    # slice measured 2026-11-23 decided its parts at 5)
-    "width": ({"init": ["he", "lecun"], "depth": [2, 3, 4], "width": [2**i for i in range(11)]},
-              {**TWO_CLASS, "width": [2**i for i in range(1, 11)]},
-              {"init": ["small"], "depth": [2], "width": [2**i for i in range(11)]}),
+    # width-peak and width-peak-location, He's sweeps (measured 837 CPU-s, with the control 968)
+    "width-he": _width_slice("he"),
+    # the same, LeCun's sweeps (measured 790 CPU-s, with the control 921)
+    "width-lecun": _width_slice("lecun"),
     # width-peak-lazy-limit: the linearised He network solved exactly at n = 100 and 400, k = 10 and 2
     "lazy-limit": ({**LAZY_LIMIT, "n_train": [100, 400]},),
     # width-peak-n-train: depth 2 at two training-set sizes (1000 and all 4000): the peak should
