@@ -145,8 +145,11 @@ def test_probe_keeps_the_step_shapes_and_its_lengths_differ_only_in_steps():
     study = get_study("width-depth-init")
     assert study.probe is W.probe_point
     for c in plan(study, preset="paper").points:
-        if c.regime == "linearised":  # no training to cut short: the group runs whole
-            assert W.probe_point(c, 8) is None
+        if c.regime == "linearised":  # no training: a share of the points is solved, all at 4 PROBE_BATCHES
+            a, b, w, full = (W.probe_point(c, s) for s in (8, 16, 1, 32))
+            assert (a.width, a.classes, a.regime) == (c.width, c.classes, c.regime) and a.n_test == 16
+            assert w.n_train <= a.n_train == round(W._n_train(c) / 4) and b.n_train == round(W._n_train(c) / 2)
+            assert W.point_flops(b) > W.point_flops(a) and full.n_train == W.probe_point(c, 64).n_train == W._n_train(c)
             continue
         a, b = W.probe_point(c, 8), W.probe_point(c, 16)
         assert (a.width, a.depth, a.init, a.batch_size, a.lr, a.classes, a.output) == \

@@ -228,7 +228,13 @@ def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig |
     :data:`PROBE_BATCHES` steps up differ only in their epochs, so the difference of their
     times is training alone."""
     if cfg.regime == "linearised":
-        return None  # no training to cut short: the group runs whole
+        # no training to cut short, but the solve's cost grows as (n k)^3 (its eigendecomposition): a
+        # probe solves a share of the training points, steps / (4 PROBE_BATCHES), all of them from
+        # 4 PROBE_BATCHES steps on; the first pair (PROBE_BATCHES, 2 PROBE_BATCHES) is a quarter and a
+        # half of them, whose difference is a large solve's rate, a little slower than the point's own
+        # (the n = 400, 10-class groups: 55 CPU-s each, which the small groups' seconds per FLOP put at 5 min)
+        n = _n_train(cfg)
+        return dataclasses.replace(cfg, n_train=max(1, min(n, round(n * steps / (4 * PROBE_BATCHES)))), n_test=16)
     n = min(_n_train(cfg), max(1, min(steps, PROBE_BATCHES)) * cfg.batch_size)
     epochs = max(1, round(steps / math.ceil(n / cfg.batch_size)))
     return dataclasses.replace(cfg, epochs=epochs, n_train=n, n_test=16, mc_samples=0, target_loss=0.0, target_acc=0.0,
