@@ -279,3 +279,34 @@ def test_dry_run_states_its_cost_model_and_calibration_points(monkeypatch, capsy
     e["busy"] = 0.5
     assert _dry_run([p], SweepOptions(workers=1), "robustlab run smoke") == 0
     assert "got 50% of their cores" in capsys.readouterr().out
+
+
+def test_dry_run_probes_a_small_costly_group_with_every_copy(monkeypatch):
+    """A costly group whose probes are short (the cheaper half's rate puts its 16-step probe under
+    ONE_COPY_SECONDS) is probed with all its copies, so its steps stand out of the setup's noise;
+    its setup is then counted once."""
+    import dataclasses
+
+    from robustlab.studies import base, estimate, get_study
+    from robustlab.sweep.runner import SweepOptions
+
+    unit = {0.05: 1.0, 0.1: 1.0, 0.2: 1.0, 0.3: 2.0, 0.4: 3.0, 0.8: 10.0}  # FLOPs per seed and epoch
+    per_epoch = {0.05: 0.01, 0.1: 0.01, 0.2: 0.01, 0.3: 0.02, 0.4: 0.03, 0.8: 2.0}  # 0.8: 60 s, too long whole
+    study = dataclasses.replace(get_study("smoke"), cost=lambda c: unit[c.lr] * c.epochs,
+                                probe=lambda c, steps: dataclasses.replace(c, epochs=steps))
+    p = base.plan(study, grids=["lr=0.05,0.1,0.2,0.3,0.4,0.8"], n_seeds=2)
+    ran = _fake_clock(monkeypatch, per_epoch, per_copy=True)
+    monkeypatch.setattr("robustlab.utils.matmul_rate", lambda threads=None: 1e30)
+    e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
+    # cheaper half: 7.8 s / 180 FLOPs; 0.8 whole: 600 FLOPs -> 26 s (<= 30: run whole) -- so make it longer
+    assert e["probed_groups"] in (0, 1)
+    unit[0.8] = 100.0  # 6000 FLOPs: 260 s whole, its 16-step probe of both copies 3200 FLOPs -> 139 s: one copy
+    ran.clear(), ran.sizes.clear()
+    e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
+    assert ran.sizes[3:] == [1, 1, 1] and e["probed_groups"] == 1
+    monkeypatch.setattr(estimate, "ONE_COPY_SECONDS", 1e6)  # every probe counts as short: both copies
+    ran.clear(), ran.sizes.clear()
+    e = estimate.estimate(p, SweepOptions(workers=2), samples=3)
+    assert ran.sizes[3:] == [1, 2, 2] and e["probed_groups"] == 1  # the warm-up is one point's, as before
+    # probes of both copies: warm 2 * 2.0 * 8 s / (2 * 8 * 100 FLOPs); setup 2 * 1 s, counted once
+    assert e["estimate_seconds"] == pytest.approx(2 * (1 + 2.0 * 30))

@@ -148,8 +148,8 @@ def _model(costs: list[float] | None, weights: list[float] | None, probes: bool,
             "seconds per FLOP")
     if heavy_part is not None:
         text += ("; the costlier half at its own seconds per FLOP, from its middle and costliest groups (run whole, "
-                 "or probed: one copy at 8 and 16 steps, their difference the warm time per FLOP, the rest the "
-                 "setup, counted once per copy)")
+                 "or probed at 8 and 16 steps (one copy of a large ensemble), their difference the warm time per FLOP, "
+                 "the rest the setup, counted once per copy)")
     elif heavy:
         text += " (the costlier half too: it could be neither run whole nor probed)"
     return text + "; never below the FLOPs at this machine's matmul rate; / parallel workers"
@@ -268,6 +268,9 @@ def _scale_by_flops(out: dict[str, Any], options: SweepOptions, device: Any, cos
 # shorter's (the setup's noise would swamp it), one more probe twice the last one's length,
 # paired with it: at most PROBE_ROUNDS pairs, so probes of 8 to 256 steps
 WHOLE_SAMPLE_SECONDS = 30.0
+# a probed group whose longer first probe the cheaper half's time per FLOP puts above this is probed
+# through one copy (its first point), its setup counted once per copy
+ONE_COPY_SECONDS = 5.0
 PROBE_STEPS = 8
 PROBE_ROUNDS = 5
 PROBE_RESOLVED = 0.25
@@ -299,8 +302,9 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     difference of their FLOPs is a step's time per FLOP once the memory is warm (the first
     steps of a large ensemble fault in its weights and buffers), and what the shorter probe
     took beyond its steps is the group's setup (initialisation, evaluation); the group
-    counts as that setup plus its own FLOPs at the warm rate. The probes are of the group's
-    first point alone (one copy of an ensemble: the same shapes a step, 1/E of its FLOPs),
+    counts as that setup plus its own FLOPs at the warm rate. Where the cheaper half's rate puts
+    the longer first probe of the whole group above :data:`ONE_COPY_SECONDS`, the probes are of
+    its first point alone (one copy of an ensemble: the same shapes a step, 1/E of its FLOPs),
     its setup counted once per copy: on the width-depth-init paper grid five-copy probes
     took minutes each (its depth-8 width-4096 group, 2e11 FLOPs a step), one copy's seconds.
     Where the difference is under
@@ -314,15 +318,22 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
     picks = sorted({middle, heavy[-1]}, key=costs.__getitem__)
     whole = [i for i in picks if per_flop * costs[i] <= WHOLE_SAMPLE_SECONDS]
     first: dict[int, tuple] = {}  # each probed pick's first pair, all checked before anything runs
+    probed_points = {i: groups[i] for i in picks}  # the points a pick is probed through
     if len(whole) < len(picks):
         if study.probe is None or study.cost is None:
             return None
-        # one copy of each probed group: its step runs at the group's shapes, and a large ensemble's
-        # probes cost E times as much (the width-depth-init paper grid's depth-8 width-4096 group:
-        # about 2e11 FLOPs a step at 5 seeds)
-        first = {i: _probe_pair(study, groups[i][:1], study.cost) for i in picks if i not in whole}
+        first = {i: _probe_pair(study, groups[i], study.cost) for i in picks if i not in whole}
         if not all(v is not None for v in first.values()):
             return None
+        # one copy of a group whose probes would be long: its step runs at the group's shapes, and a
+        # large ensemble's probes cost E times as much (the width-depth-init paper grid's depth-8
+        # width-4096 group: about 2e11 FLOPs a step at 5 seeds); a small one keeps every copy, so that
+        # its probes' steps stand out of the setup's noise (one depth-8 width-256 copy: 0.1 s a probe)
+        for i in first:
+            if len(groups[i]) > 1 and per_flop * first[i][1][1] > ONE_COPY_SECONDS:
+                one = _probe_pair(study, groups[i][:1], study.cost)
+                if one is not None:
+                    probed_points[i], first[i] = groups[i][:1], one
     seconds = flops_ = spent = t = 0.0
     for n, i in enumerate(picks, 1):
         what = f"costlier half: group {n}/{len(picks)} ({len(groups[i])} points"
@@ -330,8 +341,8 @@ def _time_costly_half(study: Study, groups: list[list[Config]], costs: list[floa
             t = timed(groups[i], what + ", whole)")
             spent += t
         else:
-            t, took = _probed(study, groups[i][:1], costs[i], first[i], study.cost, timed, what,
-                              copies=len(groups[i]))
+            t, took = _probed(study, probed_points[i], costs[i], first[i], study.cost, timed, what,
+                              copies=len(groups[i]) // len(probed_points[i]))
             spent += took
         seconds += t
         flops_ += costs[i]
