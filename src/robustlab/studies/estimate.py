@@ -71,6 +71,13 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     * With neither, the groups are spread evenly over the grid, and the estimate is their
       mean time × the number of groups / the workers that run at once. It is rough where
       the cost of a point varies along the grid (sizes, widths, epochs that stop early).
+
+    The result also lists every timing (``calibration``: what was timed, its FLOPs where the
+    study counts them, its seconds), the cost model in words (``model``), and ``busy``: the
+    timings' CPU seconds over their wall seconds (they run in this process), the share of
+    its cores they got on a shared machine; the estimate × ``busy`` is the run on idle cores.
+    On the width-depth-init paper-width slices that read 0.72–0.80× the measured CPU-seconds
+    / 2 workers (issue 54; the probes leave out part of a group's measurements).
     """
     study = plan_.study
     groups = [g for g in ([c for c in g if config_hash(c.to_dict()) not in skip]
