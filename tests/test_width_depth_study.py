@@ -362,6 +362,10 @@ def test_width_slices_split_the_old_one_by_init_and_each_keeps_the_control():
         assert {c.init for c in pts} == {init, "small"}
         assert {c.width for c in pts if c.init == "small"} == {2**i for i in range(11)}
     assert keys["he"] | keys["lecun"] == old and len(old) == 485
+    # the lazy limit's slice carries its control too: the same small-init points
+    lazy = plan(study, preset="paper-lazy-limit").points
+    small = {config_hash(c.to_dict()) for c in lazy if c.init == "small"}
+    assert len(small) == 55 and small <= keys["he"] & keys["lecun"]
 
 
 def test_gpu_paper_script_runs_every_width_depth_init_paper_preset():

@@ -127,7 +127,11 @@ PAPER_SLICES = {
     # the same, LeCun's sweeps (measured 790 CPU-s, with the control 921)
     "width-lecun": _width_slice("lecun"),
     # width-peak-lazy-limit: the linearised He network solved exactly at n = 100 and 400, k = 10 and 2
-    "lazy-limit": ({**LAZY_LIMIT, "n_train": [100, 400]},),
+    # (measured 604 CPU-s, 11 of its 44 groups 43-60 CPU-s each), and the claim's control, the small
+    # init's SGD width sweep (the width slices' same 55 points, 131 CPU-s): without it the slice read
+    # "no working control" (issue 54, measured 2026-11-28)
+    "lazy-limit": ({**LAZY_LIMIT, "n_train": [100, 400]},
+                   {"init": ["small"], "depth": [2], "width": [2**i for i in range(11)]}),
     # width-peak-n-train: depth 2 at two training-set sizes (1000 and all 4000): the peak should
     # move to larger widths with more data (Thm 1 places it at the passage to over-parameterisation)
     "width-n": ({**WIDTH_N_SWEEP, "n_train": [0]}, {**WIDTH_N_SWEEP, **EQUAL_STEPS_1000}),
