@@ -273,15 +273,18 @@ def _plateau_variants(v: pd.DataFrame, control: pd.DataFrame) -> dict[str, Verdi
 def _plateau_table(v: pd.DataFrame) -> dict:
     """Evidence per sweep and width: networks measured, kept by the verdict's plateau premises, by the
     relative-loss premise (before wdi5) and by plateau-P, with the median quantities."""
+    if v.empty:
+        return {}
+    ok = pd.DataFrame({name: np.logical_and.reduce([PREMISES[p].mask(v) for p in names]) for name, names in
+                       (("kept", PLATEAU_PREMISES), ("kept_relative", ("plateau-relative",)),
+                        ("kept_P", ("plateau-P",)))}, index=v.index)
+    cols = [c for c in ("acc_change_last10", "loss_drop_last10", "loss_change_last10") if c in v.columns]
     out = {}
     for n, s in _sweeps(v):
         rows = {}
         for m, g in s.groupby("width"):
-            k = {name: len(kept(g, names)[0]) for name, names in
-                 (("kept", PLATEAU_PREMISES), ("kept_relative", ("plateau-relative",)), ("kept_P", ("plateau-P",)))}
-            med = {c: _r(pd.to_numeric(g[c], errors="coerce").median(), 3) if c in g.columns else None
-                   for c in ("acc_change_last10", "loss_drop_last10", "loss_change_last10")}
-            rows[int(m)] = {"networks": int(len(g)), **k, **med}
+            med = {c: _r(pd.to_numeric(g[c], errors="coerce").median(), 3) for c in cols}
+            rows[int(m)] = {"networks": int(len(g)), **{k: int(x) for k, x in ok.loc[g.index].sum().items()}, **med}
         out[n] = rows
     return out
 
