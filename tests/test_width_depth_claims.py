@@ -138,6 +138,10 @@ def _row(init, L, m, seed, s, s0, *, output="multi", gamma=2.0, regime="sgd", cl
             "train_acc_at_target": 0.99, "test_acc_at_target": 0.88, "train_loss_at_target": 0.05,
             "reached_target": True, "kappa_at_target": 0.1, "kappa": 5.0 if init == "small" else 0.12, "fd_ratio": 1.0,
             "fd_ratio_at_target": 1.0, "fd_ratio_init": 1.0, "loss_change_last10": plateau,
+            # the plateau premises (App. E.2): loss and accuracy unchanged over the last 10 epochs, P too
+            "acc_change_last10": None if plateau is None else 0.0,
+            "loss_drop_last10": None if plateau is None else 0.001,
+            "stability_head": s, "stability_head_last10": None if plateau is None else s,
             # matched training loss (nonlazy-width): by default P there is P at the end
             **{f"{k}_L{L:g}": v for L in (0.3, 0.2) for k, v in (("stability", s), ("fd_ratio", 1.0),
                                                                   ("train_loss", L - 0.01), ("train_acc", 0.95))}}
@@ -168,7 +172,7 @@ def test_declarations_controls_name_runs_not_rules():
         assert "swapped" not in ctl.label()
     assert specs["depth-init-at-init"].kind == cl.SELF_CHECK and specs["mc-identity"].kind == cl.SELF_CHECK
     assert specs["width-peak-n-train"].kind == cl.EXPLORATORY and specs["width-peak-n-train"].control is None
-    assert {"plateau", "fd-linear"} == set(specs["width-peak"].premises)  # no κ, no width >= classes
+    assert {"plateau-acc", "plateau-loss", "fd-linear"} == set(specs["width-peak"].premises)  # no κ, no width >= classes
 
 
 def test_every_claim_reproduced_where_planted_and_its_control_fails():
@@ -230,10 +234,10 @@ def test_width_peak_every_sweep_must_hold():
 def test_width_peak_plateau_premise_counts_and_coverage_names_the_lost_side():
     df = synth()
     off = (df["kind"] == "final") & (df["regime"] == "sgd") & (df["width"] <= 4)
-    df.loc[off, "loss_change_last10"] = 0.5  # the narrow networks still moving: not at a plateau
+    df.loc[off, "acc_change_last10"] = 0.05  # the narrow networks still fitting: not at a plateau
     c = by_id(df)["width-peak"]
     ex = {e.premise: e for e in c.excluded}
-    assert ex["plateau"].excluded == 2 * 3 * 2 * 6
+    assert ex["plateau-acc"].excluded == 2 * 3 * 2 * 6 and ex["plateau-loss"].excluded == 0
     assert c.decision.verdict == NA and "undecidable" in c.decision.reason
 
 
@@ -427,3 +431,68 @@ def test_a_claim_whose_experiment_the_grid_lacks_reads_not_measured():
     for cid in ("depth-init-trained-he", "nonlazy-width", "kappa"):
         d = res[cid].decision
         assert d.verdict == NA and d.reason.startswith("not measured in this run"), (cid, d.reason)
+
+
+# ---- the plateau premises (App. E.2: "loss and accuracy almost unchanged"; wdi5) --------------------------
+
+def _plateau_rows(loss, acc, *, outputs=10, T=50):
+    """One network's final row and its epoch trace: running training loss ``loss(t)`` and accuracy ``acc(t)``."""
+    ep = [{"kind": "epoch", "point": "p", "seed": 0, "epoch": t, "loss": loss(t), "train_acc_running": acc(t)}
+          for t in range(1, T + 1)]
+    return pd.DataFrame(ep + [{"kind": "final", "point": "p", "seed": 0, "init": "he", "outputs": outputs}])
+
+
+def _on_plateau(df) -> dict[str, bool]:
+    f = W.finals(df)
+    return {n: bool(W.PREMISES[n].test(f).iloc[0]) for n in ("plateau-acc", "plateau-loss", "plateau-relative")}
+
+
+def test_plateau_keeps_a_fitted_network_whose_ce_loss_still_falls_in_relative_terms():
+    # a slow near-interpolation width: fitted (accuracy flat at 1), its CE loss halving 0.02 -> 0.01 over the last
+    # 10 epochs (-50 %: the old relative premise removed it), 0.01 < 1 % of log 10 = 0.023
+    df = _plateau_rows(lambda t: 0.02 if t <= 40 else 0.02 - 0.001 * (t - 40), lambda t: 1.0)
+    assert _on_plateau(df) == {"plateau-acc": True, "plateau-loss": True, "plateau-relative": False}
+
+
+def test_plateau_excludes_a_network_whose_accuracy_still_climbs():
+    df = _plateau_rows(lambda t: 0.05, lambda t: 0.95 + 0.004 * max(0, t - 40))  # 0.95 -> 0.99, loss flat
+    assert _on_plateau(df)["plateau-acc"] is False and _on_plateau(df)["plateau-loss"] is True
+    assert _on_plateau(_plateau_rows(lambda t: 0.05, lambda t: 0.99 - 0.002 * max(0, t - 40)))["plateau-acc"] is False
+
+
+def test_plateau_loss_bound_is_one_percent_of_the_chance_loss():
+    drop = lambda d: (lambda t: 0.3 if t <= 40 else 0.3 - d * (t - 40) / 10)  # noqa: E731
+    assert _on_plateau(_plateau_rows(drop(0.05), lambda t: 1.0))["plateau-loss"] is False  # 0.05 > 0.023
+    assert _on_plateau(_plateau_rows(drop(0.02), lambda t: 1.0))["plateau-loss"] is True  # 0.02 <= 0.023 (k 10)
+    assert _on_plateau(_plateau_rows(drop(0.02), lambda t: 1.0, outputs=2))["plateau-loss"] is False  # > 0.0069
+    assert _on_plateau(_plateau_rows(drop(0.006), lambda t: 1.0, outputs=2))["plateau-loss"] is True
+    assert _on_plateau(_plateau_rows(drop(0.004), lambda t: 1.0, outputs=1))["plateau-loss"] is True  # mse: 1/2
+
+
+def test_plateau_needs_a_window():
+    df = _plateau_rows(lambda t: 0.01, lambda t: 1.0, T=10)  # trained 10 epochs: no epoch T - 10
+    assert not any(_on_plateau(df).values())
+
+
+def test_width_peak_keeps_the_slow_peak_widths_whose_loss_still_falls():
+    """The peak widths with a CE loss still halving (relative change 0.5) but loss and accuracy flat in absolute
+    terms: kept, the peak reads R; under the old relative premise (a variant) they are removed."""
+    df = synth(width=moving_peak)
+    slow = (df["kind"] == "final") & (df["regime"] == "sgd") & df["init"].isin(["he", "lecun"]) \
+        & (df["width"] >= 4) & (df["width"] <= 64)
+    df.loc[slow, ["loss_change_last10", "loss_drop_last10"]] = [0.5, 0.01]
+    c = by_id(df)["width-peak"]
+    assert c.decision.verdict == R and not any(e.excluded for e in c.excluded if e.premise.startswith("plateau"))
+    old = c.variants["relative loss change <= 10 % over the last 10 epochs (the premise before wdi5)"]
+    assert old.verdict != R
+
+
+def test_width_peak_excludes_the_peak_widths_still_fitting():
+    df = synth(width=moving_peak)
+    climbing = (df["kind"] == "final") & (df["regime"] == "sgd") & df["init"].isin(["he", "lecun"]) \
+        & (df["width"] >= 4) & (df["width"] <= 64)
+    df.loc[climbing, "acc_change_last10"] = 0.03
+    c = by_id(df)["width-peak"]
+    ex = {e.premise: e for e in c.excluded}
+    assert ex["plateau-acc"].excluded == 2 * 3 * 5 * 6  # He, LeCun x depths 2-4 x widths 4-64 x 6 seeds
+    assert c.decision.verdict != R  # the peak's widths are gone: no peak left to read

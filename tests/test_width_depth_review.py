@@ -125,7 +125,7 @@ def test_width_peak_premise_removing_one_sweeps_rising_side_is_not_a_contradicti
     df = synth(width=moving_peak)
     assert v(claims_of(df)["width-peak"]) == R
     off = (df["kind"] == "final") & (df["init"] == "lecun") & (df["depth"] == 4) & (df["width"] <= 32)
-    df.loc[off & (df["regime"] == "sgd"), "loss_change_last10"] = 0.5
+    df.loc[off & (df["regime"] == "sgd"), "acc_change_last10"] = 0.05
     c = claims_of(df)["width-peak"]
     assert v(c) == R  # (defect 3 fixed) coverage per sweep: lecun_L4 is excluded by name, the others decide
     assert c.across["sweep"]["lecun_L4"].startswith("excluded")
@@ -134,7 +134,7 @@ def test_width_peak_premise_removing_one_sweeps_rising_side_is_not_a_contradicti
 def test_width_peak_premises_removing_every_sweeps_narrow_side_read_undecidable():
     df = synth(width=moving_peak)
     off = (df["kind"] == "final") & (df["regime"] == "sgd") & df["init"].isin(["he", "lecun"]) & (df["width"] <= 2)
-    df.loc[off, "loss_change_last10"] = 0.5
+    df.loc[off, "acc_change_last10"] = 0.05
     c = claims_of(df)["width-peak"]
     assert v(c) == NA and "undecidable" in c.decision.reason
 
@@ -160,7 +160,7 @@ def test_lazy_limit_probe3_control_can_pass_with_the_small_inits_real_init_scale
 def test_lazy_limit_control_is_not_na_when_the_small_init_is_off_the_plateau():
     df = _BASE.copy()
     off = (df["kind"] == "final") & (df["init"] == "small") & (df["width"] >= 8)
-    df.loc[off, "loss_change_last10"] = 0.5
+    df.loc[off, ["loss_change_last10", "acc_change_last10", "loss_drop_last10"]] = [0.5, 0.05, 0.5]
     assert ctl(claims_of(df)["width-peak-lazy-limit"]) != NA
 
 

@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -239,8 +240,8 @@ def test_tiny_sweep_writes_claims_and_figures(tmp_path):
     assert {"stability_vs_width_end.png", "stability_vs_depth_end.png", "lazy_vs_nonlazy_end.png", "kappa.png"} <= figs
     assert "stability_vs_width.png" not in figs
     # 4 epochs: no loss change over the last 10 epochs can be measured, so no network is on a plateau
-    assert claims["width-peak"]["excluded"][0] == {"premise": "plateau", "excluded": 32, "of": 32,
-                                                    "detail": W.PREMISES["plateau"].description}
+    assert claims["width-peak"]["excluded"][0] == {"premise": "plateau-acc", "excluded": 32, "of": 32,
+                                                    "detail": W.PREMISES["plateau-acc"].description}
     assert (tmp_path / "run" / "report.html").exists()
 
 
@@ -373,3 +374,25 @@ def test_gpu_paper_script_runs_every_width_depth_init_paper_preset():
     listed = {line.strip().strip('"').split()[1] for line in text.splitlines()
               if line.strip().startswith('"width-depth-init ')}
     assert listed == {p for p in get_study("width-depth-init").presets if p.startswith("paper")}
+
+
+def test_the_plateau_quantities_are_recorded_and_agree_with_the_epoch_trace():
+    """wdi5 (App. E.2 plateau): the final row records |Δ loss| and |Δ accuracy| of the running training trace
+    over the last 10 epochs (the same numbers the epoch rows give, so old records re-decide identically) and P
+    on the first 100 held-out points at epoch T - 10 and at the end."""
+    out = W.run_points(cfgs(2, width=16, depth=2, init="he", epochs=12, fd_points=0))
+    frame = pd.DataFrame([dict(r, point="p", seed=i) for i, rows in enumerate(out) for r in rows])
+    recorded = frame[frame["kind"] == "final"].reset_index(drop=True)
+    from_trace = W.finals(frame.drop(columns=["loss_drop_last10", "acc_change_last10"])).reset_index(drop=True)
+    for rows, (_, f), (_, g) in zip(out, recorded.iterrows(), from_trace.iterrows()):
+        ep = {r["epoch"]: r for r in rows if r["kind"] == "epoch"}
+        assert f["loss_drop_last10"] == pytest.approx(abs(ep[12]["loss"] - ep[2]["loss"]), rel=1e-12)
+        assert f["acc_change_last10"] == pytest.approx(abs(ep[12]["train_acc_running"] - ep[2]["train_acc_running"]))
+        assert g["loss_drop_last10"] == pytest.approx(f["loss_drop_last10"], rel=1e-12)
+        assert g["acc_change_last10"] == pytest.approx(f["acc_change_last10"], abs=1e-12)
+        assert f["stability_head"] > 0 and f["stability_head_last10"] > 0
+        # n_test 40 < 100: the first 100 held-out points are all of them, so the end's P on them is the end's P
+        assert f["stability_head"] == pytest.approx(f["stability"], rel=1e-12)
+    short = W.run_points(cfgs(1, width=8, depth=2, epochs=4))[0][-1]
+    assert short["loss_drop_last10"] is None and short["acc_change_last10"] is None
+    assert short["stability_head_last10"] is None

@@ -19,7 +19,9 @@ the end of the schedule as its own variant (``Claim.variants``), never as a subs
 **Claims** (:mod:`.claims`, :mod:`.lazy_claims`; issue 54 on the engine of issue 51): every
 control is the claim's own rule on other runs (:data:`.claims.SPECS`, fixed before the runs).
 
-* ``width-peak`` (Thm 1, Fig. 4a) — at the end of training on a loss plateau (App. E.2), every
+* ``width-peak`` (Thm 1, Fig. 4a) — at the end of training where the running training loss and
+  accuracy have stopped changing (App. E.2: over the last 10 epochs by <= 1 % of chance loss and
+  <= 1 point; ``analysis.PLATEAU_PREMISES``), every
   He/LeCun width sweep (depths 2-4, 10 and 2 classes): the paired curve log mean P − log mean
   P_init has an interior maximum over both ends; control: the small-init sweep. Equal fit and
   the trained curve alone are reported variants.

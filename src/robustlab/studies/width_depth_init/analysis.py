@@ -36,38 +36,67 @@ PROTOCOLS = {"target": "at equal fit (the first epoch a network reached target_a
 UNIT = ("point", "seed")  # one network: the premises count and drop these
 
 
+# The plateau premises (App. E.2: "the loss and accuracy of the neural network remain almost unchanged from
+# the 50th epoch to the 200th epoch"; issue 54, review defect 3, notes/wdi5.md), over the last
+# PLATEAU_EPOCHS epochs (running training loss and accuracy of epoch T against epoch T - 10):
+# PLATEAU_ACC: |accuracy change| <= 1 percentage point; PLATEAU_LOSS: |loss change| <= 1 % of the loss of
+#   the uninformative predictor (log k for cross-entropy over k classes, 1/2 for the squared loss on
+#   +-1 labels). "Almost unchanged" = at most 1 % of each quantity's full range, chosen from the scales
+#   before any run of it; a fitted CE network's loss falling 0.02 -> 0.01 (-50 %) is on the plateau.
+# PLATEAU_P (evidence and a variant, never the verdict): |log P(T) - log P(T - 10)| <= 0.1 on the first
+#   100 held-out points, FD_TOL's tolerance in log P.
+# PLATEAU_TOL (the relative loss change <= 10 %, the premise before; a reported variant only): the
+#   relative change of a CE loss is large exactly for the slow near-interpolation widths (the peak).
 PLATEAU_EPOCHS = 10
+PLATEAU_ACC = 0.01
+PLATEAU_LOSS = 0.01
+PLATEAU_P = 0.1
 PLATEAU_TOL = 0.1
 
+_TRACE = {"loss_change_last10": "loss", "loss_drop_last10": "loss", "acc_change_last10": "train_acc_running"}
 
-def _loss_change(df: pd.DataFrame, f: pd.DataFrame) -> pd.Series:
-    """Per final row, |loss(T) − loss(T − 10)| / loss(T − 10) from the network's epoch trace
-    (the running training loss of its last epoch against ten epochs before); NaN without one."""
-    ep = df[df["kind"] == "epoch"] if "loss" in df.columns else df.iloc[0:0]
+
+def _trace_changes(df: pd.DataFrame, f: pd.DataFrame) -> pd.DataFrame:
+    """Per final row, from the network's epoch trace (its last epoch against PLATEAU_EPOCHS before):
+    ``loss_change_last10`` |ΔL| / L(T − 10), ``loss_drop_last10`` |ΔL| and ``acc_change_last10``
+    |Δ accuracy| of the running training loss and accuracy; NaN without a trace."""
+    out = pd.DataFrame(np.nan, index=f.index, columns=list(_TRACE))
     keys = [k for k in UNIT if k in df.columns]
-    if ep.empty or not keys:
-        return pd.Series(np.nan, index=f.index)
-    ep = ep[keys + ["epoch", "loss"]].dropna(subset=["loss"])
+    if "loss" not in df.columns or not keys:
+        return out
+    ep = df.loc[df["kind"] == "epoch", keys + ["epoch"] + sorted({c for c in _TRACE.values() if c in df.columns})]
+    ep = ep.dropna(subset=["loss"])
+    if ep.empty:
+        return out
     last = ep.groupby(keys)["epoch"].transform("max")
-    end = ep[ep["epoch"] == last].set_index(keys)["loss"]
-    before = ep[ep["epoch"] == last - PLATEAU_EPOCHS].set_index(keys)["loss"]
-    rel = ((end - before).abs() / before).rename("loss_change_last10")
-    rel = rel[~rel.index.duplicated()]
+    end = ep[ep["epoch"] == last].set_index(keys)
+    before = ep[ep["epoch"] == last - PLATEAU_EPOCHS].set_index(keys)
+    end, before = end[~end.index.duplicated()], before[~before.index.duplicated()]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        vals = {"loss_change_last10": (end["loss"] - before["loss"]).abs() / before["loss"],
+                "loss_drop_last10": (end["loss"] - before["loss"]).abs()}
+        if "train_acc_running" in ep.columns:
+            vals["acc_change_last10"] = (end["train_acc_running"] - before["train_acc_running"]).abs()
     idx = pd.MultiIndex.from_frame(f[keys].astype(object)) if len(keys) > 1 else f[keys[0]]
-    return pd.Series(rel.reindex(idx).to_numpy(), index=f.index)
+    for c, v in vals.items():
+        out[c] = pd.to_numeric(v, errors="coerce").reindex(idx).to_numpy()
+    return out
 
 
 def finals(df: pd.DataFrame) -> pd.DataFrame:
     """The final rows, one per network: a network that two grid blocks both ran (the same
     config but for ``init_draws``, which only adds untrained draws) is kept once, with its draws.
-    ``loss_change_last10`` (the ``plateau`` premise's quantity) is added from the epoch rows."""
+    The plateau premises' quantities (``loss_change_last10``, ``loss_drop_last10``,
+    ``acc_change_last10``) are taken from the epoch rows where the run did not record them."""
     if "kind" not in df.columns:
         return df.iloc[0:0]
     f = df[df["kind"] == "final"]
-    if len(f):  # recorded by the run since issue 54; from the epoch trace for older runs
-        have = pd.to_numeric(f["loss_change_last10"], errors="coerce") if "loss_change_last10" in f.columns \
-            else pd.Series(np.nan, index=f.index)
-        f = f.assign(loss_change_last10=have.fillna(_loss_change(df, f)) if have.isna().any() else have)
+    if len(f):  # recorded by the run since issue 54 (the last two since wdi5); from the epoch trace before
+        have = pd.DataFrame({c: pd.to_numeric(f[c], errors="coerce") if c in f.columns
+                             else pd.Series(np.nan, index=f.index) for c in _TRACE})
+        if have.isna().to_numpy().any():
+            have = have.fillna(_trace_changes(df, f))
+        f = f.assign(**{c: have[c] for c in _TRACE})
     if "init_draws" not in f.columns or f.empty:
         return f
     keys = [k for k in WidthDepthInitConfig.field_names() if k in f.columns and k not in _NOT_NETWORK]
@@ -148,6 +177,26 @@ def _early_open(df: pd.DataFrame) -> pd.Series:
     return pd.to_numeric(acc, errors="coerce") < tgt.where(tgt > 0, ACC_FLOOR)
 
 
+def _col(df: pd.DataFrame, c: str) -> pd.Series:
+    return pd.to_numeric(df[c], errors="coerce") if c in df.columns else pd.Series(np.nan, index=df.index)
+
+
+def chance_loss(df: pd.DataFrame) -> pd.Series:
+    """Per row, the training loss of the uninformative predictor: log k (cross-entropy over k
+    outputs: the uniform softmax) or 1/2 (one output, squared loss ½(f − y)² on ±1 labels: f = 0)."""
+    k = _col(df, "outputs")
+    return pd.Series(np.where(k > 1, np.log(k.where(k > 1, 2.0)), 0.5), index=df.index)
+
+
+def _p_change(df: pd.DataFrame) -> pd.Series:
+    """|log P_head(T) − log P_head(T − 10)| (NaN where either was not recorded)."""
+    a, b = _col(df, "stability_head"), _col(df, "stability_head_last10")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.log(a.where(a > 0)) - np.log(b.where(b > 0))).abs()
+
+
+PLATEAU_PREMISES = ("plateau-acc", "plateau-loss")  # App. E.2's "loss and accuracy almost unchanged"
+
 PREMISES: dict[str, cl.Premise] = {
     "equal-fit": cl.premise_true("equal-fit", "fit", "at the target fit when measured (target_acc reached; "
                                                       "at the end of the schedule: training accuracy >= target_acc)"),
@@ -160,9 +209,22 @@ PREMISES: dict[str, cl.Premise] = {
     "fd-linear": cl.Premise("fd-linear", f"|finite difference / linear formula - 1| <= {FD_TOL:g} at radius eps "
                                          "(sum |f(x+d) - f(x)|^2 / sum |J d|^2, one d per held-out point)",
                             lambda df: (pd.to_numeric(df["fd"], errors="coerce") - 1).abs() <= FD_TOL),
-    "plateau": cl.Premise("plateau", f"training loss changed by at most {PLATEAU_TOL:.0%} over the last "
-                                     f"{PLATEAU_EPOCHS} epochs (App. E.2: compared at a plateau)",
-                          lambda df: pd.to_numeric(df["loss_change_last10"], errors="coerce") <= PLATEAU_TOL),
+    "plateau-acc": cl.Premise("plateau-acc", f"running training accuracy changed by at most "
+                                             f"{PLATEAU_ACC * 100:g} percentage point over the last {PLATEAU_EPOCHS} "
+                                             "epochs (App. E.2: accuracy almost unchanged)",
+                              lambda df: _col(df, "acc_change_last10") <= PLATEAU_ACC + 1e-12),
+    "plateau-loss": cl.Premise("plateau-loss", f"running training loss changed by at most {PLATEAU_LOSS:.0%} of the "
+                                               "uninformative predictor's loss (log k for cross-entropy, 1/2 for the "
+                                               f"squared loss) over the last {PLATEAU_EPOCHS} epochs (App. E.2: loss "
+                                               "almost unchanged)",
+                               lambda df: _col(df, "loss_drop_last10") <= PLATEAU_LOSS * chance_loss(df)),
+    "plateau-P": cl.Premise("plateau-P", f"|log P(T) - log P(T - {PLATEAU_EPOCHS})| <= {PLATEAU_P:g} on the first "
+                                         "100 held-out points (P itself at a plateau; evidence, a variant)",
+                            lambda df: _p_change(df) <= PLATEAU_P),
+    "plateau-relative": cl.Premise("plateau-relative", f"training loss changed by at most {PLATEAU_TOL:.0%} of itself "
+                                                       f"over the last {PLATEAU_EPOCHS} epochs (the premise before "
+                                                       "wdi5; a variant)",
+                                   lambda df: _col(df, "loss_change_last10") <= PLATEAU_TOL),
     "early-window": cl.Premise("early-window", "not yet at the target fit when measured (epoch "
                                                "early_epoch or step t; Thm 3: early training)", _early_open),
     "at-loss": cl.premise_true("at-loss", "fit", "reached the training loss L* (measured the first epoch its "

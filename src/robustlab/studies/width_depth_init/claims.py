@@ -31,6 +31,7 @@ from ...stats import (
 )
 from ..base import Claim, Context
 from .analysis import (
+    PLATEAU_PREMISES,
     PREMISES,
     PROTOCOLS,
     _r,
@@ -50,7 +51,9 @@ from .lazy_claims import (
     MECHANISM_AT_INIT,
     TRAINED_SIDE,
     WIDTH_FIT_PREMISES,
+    WIDTH_P_PREMISES,
     WIDTH_PREMISES,
+    WIDTH_RELATIVE_PREMISES,
     _has_depth_sweep,
     _he_vs_lecun_same_seed,
     _multi,
@@ -79,7 +82,9 @@ AT_INIT = "at-init"
 POPULATIONS = {AT_INIT: "the same networks at initialisation, before any training step (P at t = 0 in place of "
                         "P trained)"}
 EARLY_PREMISES = ("early-window", "fd-linear")
-NONLAZY_PREMISES = ("plateau", "fd-linear")
+# the end-of-schedule variant of nonlazy-width: the same plateau premises as width-peak (the same question:
+# is the end the network training leaves; notes/wdi5.md)
+NONLAZY_PREMISES = (*PLATEAU_PREMISES, "fd-linear")
 MATCHED_PREMISES = ("at-loss", "fd-linear")
 # nonlazy-width's range: Fig. 4(b)'s over-parameterised widths (the Thm 3 blocks' 16 and up), fixed
 # before its first run on this design; the narrower small-init networks are width-peak's control
@@ -212,14 +217,16 @@ def _small_sweep(f: pd.DataFrame) -> pd.DataFrame:
 def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     cid, where = "width-peak", "Thm 1, §5.3, Fig. 4(a)"
     statement = ("Lazy regime, width: stability first gets worse then better with width (an interior maximum), He "
-                 "and LeCun, every depth and class count, at the end of training on a loss plateau")
+                 "and LeCun, every depth and class count, at the end of training where loss and accuracy have "
+                 "stopped changing (App. E.2)")
     f = finals(df)
     if f.empty or "stability" not in f.columns:
         return _no_results(cid, statement, where)
     hl = _he_lecun(f)
     v = view(hl, "end")
     k, exc = kept(v, WIDTH_PREMISES)
-    ck = kept(view(_small_sweep(f), "end"), WIDTH_PREMISES)[0]
+    ck_all = view(_small_sweep(f), "end")
+    ck = kept(ck_all, WIDTH_PREMISES)[0]
     # coverage per sweep (defect 3): a sweep whose premises leave its peak undecidable (an end lost) is
     # excluded by name (across outside=); the other sweeps decide; every sweep lost -> NA
     lost = {n: _coverage(s, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak") for n, s in _sweeps(v)}
@@ -236,15 +243,50 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                     width_peak_rule(k, "sampled")}
     if len(fit):
         variants["equal fit (first epoch at target_acc)"] = width_peak_rule(fit, TRAINED_CURVE)
-    ev = {"definition": "per width sweep (init x depth x class set) of the networks on a loss plateau at the end: "
+    variants.update(_plateau_variants(v, ck_all))
+    ev = {"definition": "per width sweep (init x depth x class set) of the networks at the end whose running training "
+                        "loss and accuracy changed by <= 1 % of chance loss and <= 1 point over the last 10 epochs: "
                         "D(m) = log mean P_T(m), the trained curve (what Fig. 4 plots; for He and LeCun E_W P_init "
                         "is flat in m, so this equals the closed-form-paired D up to a constant); "
                         "min(D(peak) - D(narrowest), D(peak) - D(widest)) at the interior maximum, percentile "
                         "bootstrap over networks within each width, above 0 in every sweep",
           "judged_on": PROTOCOLS["end"], "parts": width_evidence(k, TRAINED_CURVE),
-          "control_parts": width_evidence(ck, TRAINED_CURVE)}
+          "control_parts": width_evidence(ck, TRAINED_CURVE),
+          "plateau_by_width": {**_plateau_table(v), **_plateau_table(ck_all)}}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=record)
+
+
+def _plateau_variants(v: pd.DataFrame, control: pd.DataFrame) -> dict[str, Verdict]:
+    """width-peak under the other plateau readings (reported, never the verdict; notes/wdi5.md), each with
+    the small-init control judged by the same premises (cl.judge)."""
+    out = {}
+    for label, names in (("relative loss change <= 10 % over the last 10 epochs (the premise before wdi5)",
+                          WIDTH_RELATIVE_PREMISES),
+                         ("accuracy flat and P itself at a plateau (|log P(T)/P(T-10)| <= 0.1, first 100 held-out "
+                          "points)", WIDTH_P_PREMISES)):
+        k, ck = kept(v, names)[0], kept(control, names)[0]
+        out[label] = _judged("width-peak", _bound(width_peak_rule, init_term=TRAINED_CURVE), k, ck)[0]
+    return out
+
+
+def _plateau_table(v: pd.DataFrame) -> dict:
+    """Evidence per sweep and width: networks measured, kept by the verdict's plateau premises, by the
+    relative-loss premise (before wdi5) and by plateau-P, with the median quantities."""
+    if v.empty:
+        return {}
+    ok = pd.DataFrame({name: np.logical_and.reduce([PREMISES[p].mask(v) for p in names]) for name, names in
+                       (("kept", PLATEAU_PREMISES), ("kept_relative", ("plateau-relative",)),
+                        ("kept_P", ("plateau-P",)))}, index=v.index)
+    cols = [c for c in ("acc_change_last10", "loss_drop_last10", "loss_change_last10") if c in v.columns]
+    out = {}
+    for n, s in _sweeps(v):
+        rows = {}
+        for m, g in s.groupby("width"):
+            med = {c: _r(pd.to_numeric(g[c], errors="coerce").median(), 3) for c in cols}
+            rows[int(m)] = {"networks": int(len(g)), **{k: int(x) for k, x in ok.loc[g.index].sum().items()}, **med}
+        out[n] = rows
+    return out
 
 
 def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
@@ -262,7 +304,7 @@ def claim_width_location(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                    min_span=1.5)
     verdict = na or location_rule(k)
     ev = {"definition": "per (init, class set) swept in width at >= 3 depths: OLS slope on depth of log2 of the "
-                        "interior width of largest log mean P at the end (plateau premise), percentile bootstrap over "
+                        "interior width of largest log mean P at the end (plateau premises), percentile bootstrap over "
                         "networks, above 0; every series", "parts": location_evidence(k),
           "at_init_parts": location_evidence(ctl)}
     return _claim(cid, statement, where, verdict, ev, excluded=exc)
@@ -570,7 +612,8 @@ def claim_nonlazy(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                               f"in {list(LOSS_MARKS)} (across)"}
     end_rule = nonlazy_rule(k_end[k_end["init"] == "small"]) if (k_end["init"] == "small").any() else \
         not_applicable("no small-init network on a plateau at the end")
-    variants = {"end of the schedule on a loss plateau (the reading before issue 54's second round)": end_rule}
+    variants = {"end of the schedule, loss and accuracy at a plateau (the reading before issue 54's second round, "
+                "its plateau premises since wdi5)": end_rule}
     if not marks:
         return _claim(cid, statement, "Fig. 4(b)", not_applicable(
             "not measured in this run: needs depth-2 small-init and He runs with loss_marks"), ev, excluded=exc_end,

@@ -20,6 +20,7 @@ from ...metrics import expected_stability_at_init
 from ...stats import INCONCLUSIVE, Condition, Verdict, combine, decide, not_applicable
 from .analysis import (
     KAPPA_LAZY,
+    PLATEAU_PREMISES,
     PREMISES,
     PROTOCOLS,
     _r,
@@ -39,7 +40,13 @@ from .analysis import (
 )
 from .run import MIN_DEPTHS, MIN_WIDTHS
 
-WIDTH_PREMISES = ("plateau", "fd-linear")
+# the end of the schedule where loss and accuracy have stopped changing (App. E.2; analysis.PLATEAU_PREMISES,
+# review defect 3: the relative-loss premise removed the slow near-interpolation widths, the peak itself)
+WIDTH_PREMISES = (*PLATEAU_PREMISES, "fd-linear")
+# reported variants of width-peak's premises: the relative-loss premise before wdi5; accuracy flat and P
+# itself at a plateau (plateau-P, recorded since wdi5)
+WIDTH_RELATIVE_PREMISES = ("plateau-relative", "fd-linear")
+WIDTH_P_PREMISES = ("plateau-acc", "plateau-P", "fd-linear")
 WIDTH_FIT_PREMISES = ("equal-fit", "fd-linear")  # the equal-fit variant (the first epoch at target_acc)
 LAZY_LIMIT_PREMISES: tuple[str, ...] = ()  # the exact solution: κ -> 0 at any width by construction
 DEPTH_TRAINED_PREMISES = ("equal-fit", "fd-linear")

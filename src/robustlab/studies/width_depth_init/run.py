@@ -261,8 +261,9 @@ def build_model(cfgs: list[WidthDepthInitConfig], data: Split, device: torch.dev
 
 
 def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E: int, *,
-                          width: int = 1, budget: int = 2**24) -> torch.Tensor:
-    """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points.
+                          width: int = 1, budget: int = 2**24, per_point: bool = False) -> torch.Tensor:
+    """Def. 3 for each copy, ``(E,)``: the identity ε²‖J‖_F²/(d+2) averaged over the points
+    (``per_point``: not averaged, ``(E, n)``).
 
     Points go through in chunks that keep one hidden activation (E · chunk · width floats)
     within ``budget``: the Jacobian's k backward passes run batched, k copies of each. A
@@ -280,7 +281,8 @@ def _per_member_stability(model: torch.nn.Module, x: torch.Tensor, eps: float, E
         else:
             per = perturbation_stability(flat, fold(xe), eps, per_sample=True)  # (E·n,)
             parts.append(per.reshape(E, xe.shape[1]))
-    return torch.cat(parts, 1).mean(1)
+    per = torch.cat(parts, 1)
+    return per if per_point else per.mean(1)
 
 
 @torch.no_grad()
@@ -308,16 +310,26 @@ EARLY_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio")
 MARK_KEYS = ("stability", "train_loss", "train_acc", "fd_ratio", "epoch")
 
 
+# P on the first PLATEAU_POINTS held-out points (the finite-difference check's) at the end of epoch
+# T - PLATEAU_BACK and at the end (``stability_head*``): the plateau-P evidence, paired on the same points
+PLATEAU_POINTS = 100
+PLATEAU_BACK = 10
+
+
 def _measure(model: torch.nn.Module, data: Split, base: WidthDepthInitConfig, E: int, act: int,
-             gens: list[torch.Generator], *, train: bool = True) -> dict[str, torch.Tensor]:
+             gens: list[torch.Generator], *, train: bool = True, head: int = 0) -> dict[str, torch.Tensor]:
     """Stability (Def. 3 per copy), the finite-difference ratio and, with ``train``, the
-    training loss and accuracy and the test accuracy of every copy, each ``(E,)`` float64."""
-    out = {"stability": _per_member_stability(model, data.x_test, base.eps, E, width=act)}
+    training loss and accuracy and the test loss and accuracy of every copy, each ``(E,)``
+    float64; with ``head``, also ``stability_head``: P on the first ``head`` held-out points."""
+    per = _per_member_stability(model, data.x_test, base.eps, E, width=act, per_point=True)
+    out = {"stability": per.mean(1)}
+    if head:
+        out["stability_head"] = per[:, :head].mean(1)
     if base.fd_points:
         out["fd_ratio"] = _fd_ratio(model, data.x_test[: base.fd_points], base.eps, gens)
     if train:
         out["train_loss"], out["train_acc"] = evaluate(model, data.x_train, data.y_train, base.loss, E=E)
-        out["test_acc"] = evaluate(model, data.x_test, data.y_test, base.loss, E=E)[1]
+        out["test_loss"], out["test_acc"] = evaluate(model, data.x_test, data.y_test, base.loss, E=E)
     return {k: v.detach().double().cpu() for k, v in out.items()}
 
 
@@ -434,6 +446,9 @@ def _train(cfgs: list[WidthDepthInitConfig], model: torch.nn.Module, data: Split
     def on_epoch(epoch: int) -> None:
         if base.loss_marks:
             on_mark(epoch)
+        if epoch == base.epochs - PLATEAU_BACK and epoch > 0:  # the plateau-P evidence's first side
+            early["stability_head_last10"] = _per_member_stability(
+                model, data.x_test[:PLATEAU_POINTS], base.eps, E, width=act).detach().double().cpu()
         if epoch == base.early_epoch:  # Thm 3's window: the network as it stands early in training
             s = epoch * per_epoch
             if f"stability_step{s}" in early:  # the same state, measured at that step a moment ago
@@ -527,7 +542,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     w0 = [W.detach().clone() for W in model.weights] if isinstance(model, DeepMLP) else None
     draws = _init_draws(cfgs, data, dev, act)
     log, at, early, t_train = _train(cfgs, model, data, act)
-    end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"))
+    end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"), head=PLATEAU_POINTS)
     # with the finite-difference check off (fd_points=0, as --dry-run's probes), the per-layer
     # spectral change is off too: both check the linear regime, and its float64 SVDs dominate a probe
     spec_change = spectral_change(w0, list(model.weights)) if w0 is not None and base.fd_points else None
@@ -535,7 +550,7 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     if last in base.early_steps and bool(log.finite.all()) and int(log.stopped.min()) == base.epochs \
             and not base.stop_at_target:  # every copy trained to the last step: the end is that step
         early.update({f"{k}_step{last}": end[k] for k in EARLY_KEYS if k in end})
-    te_loss = evaluate(model, data.x_test, data.y_test, base.loss, E=E)[0].double().cpu()
+    te_loss = end["test_loss"]  # measured with the test accuracy (one pass over the held-out points)
     mc = _mc_estimate(cfgs, model, data, act)
     seconds = time.perf_counter() - t0
     n_params = model.n_params()
@@ -565,6 +580,10 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "kappa_at_target": float(log.kappa[e, reached - 1]) if reached else None,
                  "kappa": float(log.kappa[e, trained - 1]),
                  "loss_change_last10": _loss_change(log.loss[e], trained),
+                 **_last10(log, e, trained),
+                 "stability_head": _opt(end, "stability_head", e),
+                 "stability_head_last10": _opt(early, "stability_head_last10", e)
+                 if trained == base.epochs else None,
                  "kappa_layers": [float(v) for v in log.kappa_layers[e, trained - 1]],
                  "spectral_change_layers": None if spec_change is None else [_finite(v) for v in spec_change[e]],
                  "spectral_change_max": None if spec_change is None else _finite(spec_change[e].max()),
@@ -647,6 +666,17 @@ def _loss_change(loss: torch.Tensor, trained: int, back: int = 10) -> float | No
         return None
     a, b = float(loss[trained - 1 - back]), float(loss[trained - 1])
     return abs(b - a) / a if a > 0 else None
+
+
+def _last10(log, e: int, trained: int, back: int = PLATEAU_BACK) -> dict[str, float | None]:
+    """The ``plateau-loss`` and ``plateau-acc`` premises' quantities (App. E.2: "loss and accuracy almost
+    unchanged"): |running training loss(T) − loss(T − back)| and |running training accuracy(T) −
+    accuracy(T − back)| of copy ``e``; None when it trained fewer than ``back + 1`` epochs."""
+    if trained <= back:
+        return {"loss_drop_last10": None, "acc_change_last10": None}
+    t0, t1 = trained - 1 - back, trained - 1
+    return {"loss_drop_last10": _finite(abs(float(log.loss[e, t1]) - float(log.loss[e, t0]))),
+            "acc_change_last10": _finite(abs(float(log.acc[e, t1]) - float(log.acc[e, t0])))}
 
 
 def _opt(vals: dict, key: str, e: int) -> float | None:
