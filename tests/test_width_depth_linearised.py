@@ -111,3 +111,21 @@ def test_closed_form_jvp_matches_forward_ad():
         f0, jd = R._mlp_jvp(net, x, v)
         f1, jd1 = torch.func.jvp(net, (x,), (v,))
         assert torch.allclose(f0, f1, atol=1e-12) and torch.allclose(jd, jd1, atol=1e-12)
+
+
+def test_deep_networks_ntk_solve_and_linearisation_match_explicit_jacobians():
+    """The depth arm of depth-init-trained (depths up to 6, review defect 6): Θ = J Jᵀ, the min-norm step
+    = lstsq on the explicit J, and f_lin = f₀ + J Δθ, at depths 4 and 6, He and LeCun scales."""
+    x, y = _data(6, 5, 2)
+    xt, _ = _data(5, 5, 2, seed=7)
+    for widths, scale in (([4, 5, 3], 1.0), ([3, 4, 3, 4, 3], 0.5 ** 0.5)):  # He; LeCun = He / sqrt 2 per layer
+        ws = [w * scale for w in _net(5, widths, 2, 3)]
+        J = _jacobian(ws, x)
+        assert torch.allclose(lin.ntk(ws, x), J @ J.T, rtol=1e-10, atol=1e-12)
+        dws, _ = lin.solve(ws, x, y)
+        r = (y - lin.mlp(ws, x)).reshape(-1)
+        ref = torch.linalg.lstsq(J, r[:, None], driver="gelsd").solution[:, 0]
+        flat = torch.cat([d.reshape(-1) for d in dws])
+        assert torch.allclose(flat, ref, atol=1e-8)
+        ft = lin.mlp(ws, xt).reshape(-1) + _jacobian(ws, xt) @ flat
+        assert torch.allclose(lin.linearised(ws, dws, xt).reshape(-1), ft, atol=1e-10)

@@ -286,7 +286,8 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
                  "squares (kappa -> 0 at any width) is first less, then more stable as width grows (an interior "
                  "maximum), at every class count and training-set size")
     f = finals(df)
-    lz = _regime(_multi(f), "linearised") if len(f) else f
+    # the width sweeps only: the linearised depth arm (depth-init-trained, one width at 4 depths) is not one
+    lz = width_sweep_rows(_regime(_multi(f), "linearised")) if len(f) else f
     if lz.empty:
         return _claim(cid, statement, where, not_applicable("not measured in this run: needs regime=linearised "
                                                             "points (the quick preset and paper-lazy-limit run them)"),
