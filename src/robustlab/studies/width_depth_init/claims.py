@@ -354,7 +354,8 @@ _DEPTH_CONTROL = {"lecun": "he", "he": "lecun", "ntk": "lecun"}
 _DEPTH_WORDS = {"lecun": "falls with depth (deeper is more robust)", "he": "rises with depth (deeper is less robust)",
                 "ntk": "rises with depth (deeper is less robust)"}
 NOT_MEASURED_DEPTH_LAZY = (f"not measured in this run: needs linearised depth sweeps (regime=linearised, one width "
-                           f"at >= {MIN_DEPTHS} depths; the quick preset and paper-depth run them)")
+                           f"at >= {MIN_DEPTHS} depths; paper-depth and paper-depth-lazy run them, quick does not "
+                           "for cost)")
 
 
 def _depth_arm(rows: pd.DataFrame, init: str, protocol: str, premises: tuple[str, ...], rule, cid: str

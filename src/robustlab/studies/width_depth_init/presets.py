@@ -44,13 +44,13 @@ QUICK_WIDTH_SEEDS = 5
 LAZY_LIMIT = {"regime": ["linearised"], "init": ["he"], "depth": [2], "width": _POW2, "n_train": [100],
               "classes": [(), (0, 1)]}
 # depth-init-trained's deciding arm (review defect 6): LeCun, He and NTK linearised at initialisation and
-# solved exactly (Thm 1's lazy regime, float64) at depths 2, 3, 4, 6 (the SGD depth block's); width 256,
-# n = 100, two classes: the lazy limit's own setting, so He at depth 2 IS the lazy limit's point (run once,
-# its 2-class sweep unchanged); k = 2 costs ~0.1 CPU-s a point of 5 seeds against 1.2-1.9 at k = 10 (the
-# eigh of the n k x n k NTK; measured before any P was read); Thm 1 and the closed form's depth factor do
-# not depend on k. paper-depth runs k = 10 and 2 at depths 2, 4, 6, 8.
-DEPTH_LAZY = {"regime": ["linearised"], "init": ["lecun", "he", "ntk"], "depth": [2, 3, 4, 6], "width": [256],
-              "n_train": [100], "classes": [(0, 1)]}
+# solved exactly (Thm 1's lazy regime, float64), n = 100, width 256 (the lazy limit's setting: He at depth 2
+# IS the lazy limit's point), k = 10 and 2: the paper-depth and paper-depth-lazy slices and the paper preset.
+# NOT in quick: at quick's scale (depths 2, 3, 4, 6, k = 2, 5 seeds) it cost 2.9 CPU-s more (4.8 with the
+# worker's first torch.func warm-up; measured per point at base seeds 0 and 17, 2026-11-28), and the quick
+# preset of all studies is at 89.5 of its 90 s with nothing found to pay for it (notes/wdi6.md)
+DEPTH_LAZY = {"regime": ["linearised"], "init": ["lecun", "he", "ntk"], "depth": [2, 4, 6, 8], "width": [256],
+              "n_train": [100], "classes": [(), (0, 1)]}
 # Cost (CPU-seconds from the runs' cpu_seconds, issue 54): the quick grid may not cost more than the one
 # before it (63.8 CPU-s). The first version cost 77.0; two blocks that decide nothing there were cut,
 # chosen for cost after the base-seed 0/17 runs: the lazy limit's widths 512 and 1024 (its flat side:
@@ -80,7 +80,6 @@ QUICK_GRID = (
     THM3_BLOCK,
     THM3_CONTROL,
     {**LAZY_LIMIT, "width": _POW2[:7] + [256]},
-    DEPTH_LAZY,
 )
 
 THM3_PAPER_SEEDS = 10  # issue 54: Thm 3's steps at 10 seeds at the paper's scale (quick: 5)
@@ -109,7 +108,7 @@ PAPER_GRID = (
     {**THM3_CONTROL, "width": [2**i for i in range(4, 13, 2)], SEEDS_KEY: [THM3_PAPER_SEEDS]},
     {**TWO_CLASS, "width": [2**i for i in range(1, 15)]},
     {**LAZY_LIMIT, "n_train": [100, 400]},
-    {**DEPTH_LAZY, "depth": [2, 4, 6, 8], "classes": [(), (0, 1)]},
+    DEPTH_LAZY,
 )
 
 # Paper slices: one claim's experiment each, at the paper's setting (mnist5k 28x28 with its full
@@ -134,7 +133,9 @@ PAPER_SLICES = {
                "init_draws": [INIT_DRAWS]},
               {"init": ["ntk"], "depth": [2, 4, 6, 8], "width": [256], "lr": [0.03], "mc_width": [256],
                "init_draws": [INIT_DRAWS]},
-              {**DEPTH_LAZY, "depth": [2, 4, 6, 8], "classes": [(), (0, 1)]}),
+              DEPTH_LAZY),
+    # depth-init-trained's deciding arm alone (the linearised networks; about a minute on 2 cores)
+    "depth-lazy": (DEPTH_LAZY,),
     # nonlazy-width (Fig. 4b): the non-lazy and He two-layer networks across widths
     "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)],
                  "loss_marks": [LOSS_MARKS]},
