@@ -315,7 +315,7 @@ def test_depth_trained_is_decided_on_the_linearised_arm_and_reports_sgd():
     df = synth(depth_trained={"lecun": lambda L: math.exp(0.3 * L)}, depth_lazy={"lecun": lambda L: 0.5 ** L})
     c = by_id(df)["depth-init-trained-lecun"]
     assert c.decision.verdict == R
-    sgd = [v for k, v in c.variants.items() if k.startswith("SGD lr 0.03")]
+    sgd = [v for k, v in c.variants.items() if k.startswith("SGD lr 0.03")]  # beside its control (He: C)
     assert len(sgd) == 1 and sgd[0].verdict == C
     assert c.evidence["sgd_parts"]["lecun_m96"]["effect"] > 0.25
     # no linearised depth sweep: not applicable, said so

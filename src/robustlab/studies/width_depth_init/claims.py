@@ -400,12 +400,14 @@ def claim_depth_trained(df: pd.DataFrame, init: str, ctx: Context | None = None)
     sgd_ev: dict = {}
     if len(sg):
         sv, sc, sexc, smine = _depth_arm(sg, init, ps[0], DEPTH_TRAINED_PREMISES, rule, cid)
-        variants["SGD lr 0.03 at equal fit (operational, outside Thm 1's lazy regime)"] = sv
+        # as a claim would read it: beside its own control (the other init's SGD networks, the same rule)
+        variants["SGD lr 0.03 at equal fit (operational, outside Thm 1's lazy regime), beside its control"] = \
+            cl.with_control(sv, sc)
         variants["SGD, trained minus init (paired, the rule before)"] = _depth_arm(
             sg, init, ps[0], DEPTH_TRAINED_PREMISES, paired, cid)[0]
         if "end" in ps[1:]:
             variants["SGD end of schedule"] = _depth_arm(sg, init, "end", DEPTH_TRAINED_PREMISES, rule, cid)[0]
-        sgd_ev = {"sgd_judged_on": PROTOCOLS[ps[0]], "sgd_verdict": sv.to_dict(),
+        sgd_ev = {"sgd_judged_on": PROTOCOLS[ps[0]], "sgd_verdict_before_control": sv.to_dict(),
                   "sgd_control": sc.verdict.to_dict() if sc else None,
                   "sgd_excluded": [e.to_dict() for e in sexc],
                   "sgd_parts": {n: depth_part(s, init, n)[1] for n, s in depth_sweeps(smine)}}
