@@ -134,7 +134,7 @@ PAPER_SLICES = {
               {"init": ["ntk"], "depth": [2, 4, 6, 8], "width": [256], "lr": [0.03], "mc_width": [256],
                "init_draws": [INIT_DRAWS]},
               DEPTH_LAZY),
-    # depth-init-trained's deciding arm alone (the linearised networks; about a minute on 2 cores)
+    # depth-init-trained's deciding arm alone (the linearised networks): 75 CPU-s at base seed 0 (measured)
     "depth-lazy": (DEPTH_LAZY,),
     # nonlazy-width (Fig. 4b): the non-lazy and He two-layer networks across widths
     "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)],
