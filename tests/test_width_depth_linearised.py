@@ -129,3 +129,22 @@ def test_deep_networks_ntk_solve_and_linearisation_match_explicit_jacobians():
         assert torch.allclose(flat, ref, atol=1e-8)
         ft = lin.mlp(ws, xt).reshape(-1) + _jacobian(ws, xt) @ flat
         assert torch.allclose(lin.linearised(ws, dws, xt).reshape(-1), ft, atol=1e-10)
+
+
+def test_he_and_lecun_lazy_limits_share_the_kernel_interpolant():
+    """Why the lazy limit's depth trend barely depends on the init (notes/wdi6.md): from one seed He's weights
+    are LeCun's times sqrt 2 in every layer, so Θ_He = 2^(L-1) Θ_LeCun exactly, kernel regression is blind to
+    the kernel's scale, and the two solutions differ only through the init functions:
+    f_lin,He - f_lin,LeCun = (2^(L/2) - 1) (f0_LeCun(x) - Θ(x, X) Θ⁻¹ f0_LeCun(X))."""
+    x, y = _data(6, 5, 2)
+    xt, _ = _data(5, 5, 2, seed=9)
+    for widths in ([30], [20, 20, 20]):
+        L = len(widths) + 1
+        le = [w / 2 ** 0.5 for w in _net(5, widths, 2, 6)]
+        he = [w * 2 ** 0.5 for w in le]
+        assert torch.allclose(lin.ntk(he, x), 2 ** (L - 1) * lin.ntk(le, x), rtol=1e-12)
+        f_he = lin.linearised(he, lin.solve(he, x, y)[0], xt)
+        f_le = lin.linearised(le, lin.solve(le, x, y)[0], xt)
+        resid = lin.mlp(le, xt).reshape(-1) - lin.ntk(le, xt, x) @ torch.linalg.solve(lin.ntk(le, x),
+                                                                                         lin.mlp(le, x).reshape(-1))
+        assert torch.allclose((f_he - f_le).reshape(-1), (2 ** (L / 2) - 1) * resid, atol=1e-8)
