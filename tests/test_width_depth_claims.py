@@ -50,13 +50,16 @@ DEPTH_INIT = {"lecun": lambda L: 0.5 ** L, "he": lambda L: 1.0, "ntk": lambda L:
 
 
 def synth(*, width=step_peak, width_init=flat, small=falling, small_init=flat, lazy=lambda m: moving_peak(m, 2),
-          depth_trained=None, he_exp=0.05, small_exp=1.0, seeds=6, noise=0.03,
+          depth_trained=None, depth_lazy=None, he_exp=0.05, small_exp=1.0, seeds=6, noise=0.03,
           early=lambda g, m: (m / 16) ** -0.5, early_he=lambda m: (m / 16) ** 0.2, gammas=(2.0,), plateau=0.01,
           steps=None, steps_he=None):
     """A results table shaped like the study's: one final row per network with its values at the end,
     at equal fit, at init and early; κ(t) epoch rows for the over-parameterised depth-2 He and small
     networks. Every network meets every premise unless a test changes it."""
     depth_trained = {**DEPTH_TRAINED, **(depth_trained or {})}
+    # the linearised depth arm (depth-init-trained's decision, review defect 6): the SGD arm's curves unless
+    # planted apart
+    depth_lazy = {**depth_trained, **(depth_lazy or {})}
     rng = np.random.default_rng(0)
     rows = []
 
@@ -74,6 +77,9 @@ def synth(*, width=step_peak, width_init=flat, small=falling, small_init=flat, l
     for init in ("lecun", "he", "ntk"):
         for L in (2, 3, 4, 6):
             add(init, L, 96, depth_trained[init](L), DEPTH_INIT[init](L), lr=0.03)
+            # classes 4 vs 9: a series apart from the lazy limit's sweeps (their depth-2 widths)
+            add(init, L, 96, depth_lazy[init](L), DEPTH_INIT[init](L), regime="linearised", classes="[4, 9]",
+                plateau=None)
     for classes in ("[]", "[0, 1]"):
         for m in WIDTHS:
             add("he", 2, m, lazy(m), 1.0, regime="linearised", classes=classes, plateau=None)
@@ -272,27 +278,62 @@ def test_lazy_limit_not_measured_without_linearised_points():
 # ---- depth-init-trained-* --------------------------------------------------------------
 
 def test_depth_trained_lecun_rising_is_contradicted_and_he_control_can_pass():
-    res = by_id(synth(depth_trained={"lecun": lambda L: 0.5 ** L * math.exp(0.3 * L)}))
+    # trained LeCun rising with depth (0.3 per layer, beyond the margin): LeCun contradicted, and it is He's and
+    # NTK's control: it passes, so they cannot read reproduced
+    res = by_id(synth(depth_trained={"lecun": lambda L: math.exp(0.3 * L)}))
     assert res["depth-init-trained-lecun"].decision.verdict == C
-    # LeCun rising after training is He's and NTK's control: it passes, so they cannot read reproduced
     for cid in ("depth-init-trained-he", "depth-init-trained-ntk"):
         assert res[cid].control.verdict.verdict == R and res[cid].decision.verdict != R, cid
 
 
-def test_depth_trained_is_relative_to_init_and_its_lecun_control_can_pass():
-    # He trained flat: no rise beyond init -> not reproduced
-    assert by_id(synth(depth_trained={"he": lambda L: 1.0}))["depth-init-trained-he"].decision.verdict != R
+def test_depth_trained_he_flat_is_not_reproduced_and_lecun_control_can_pass():
+    # He trained flat in depth (its init's closed form): no hurt -> contradicted (inside the flatness band)
+    assert by_id(synth(depth_trained={"he": lambda L: 1.0}))["depth-init-trained-he"].decision.verdict == C
     # He falling after training is LeCun's control passing
     c = by_id(synth(depth_trained={"he": lambda L: math.exp(-0.3 * L)}))["depth-init-trained-lecun"]
     assert c.control.verdict.verdict == R and c.decision.verdict != R
 
 
+def test_depth_trained_is_the_trained_slope_not_the_change_from_init():
+    # the lazy ideal (review defect 6): training multiplies P by one factor at every depth, so LeCun keeps its
+    # init's ln 1/2 per layer: reproduced, and the paired slope (the rule before) reads nothing
+    res = by_id(synth(depth_trained={"lecun": lambda L: 3.0 * 0.5 ** L}))
+    c = res["depth-init-trained-lecun"]
+    assert c.decision.verdict == R and c.control.verdict.verdict == C
+    assert abs(c.evidence["parts"]["lecun_m96"]["effect"] - math.log(0.5)) < 0.05
+    assert [res[i].control.verdict.verdict for i in ("depth-init-trained-he", "depth-init-trained-ntk")] == [C, C]
+    assert any(k.startswith("linearised, trained minus init") and v.verdict != R for k, v in c.variants.items())
+
+
+@pytest.mark.parametrize("init, slope, want", [("lecun", -0.10, C), ("lecun", -0.30, R), ("he", 0.10, C),
+                                               ("he", 0.30, R), ("ntk", 0.10, C), ("ntk", 0.0, C)])
+def test_depth_trained_margin_is_respected(init, slope, want):
+    # DEPTH_DELTA = 0.15 per layer: a trend inside the flatness band is no help / no hurt
+    assert W.lazy_claims.DEPTH_DELTA == 0.15
+    res = by_id(synth(depth_trained={init: lambda L: math.exp(slope * L)}))
+    assert raw(res[f"depth-init-trained-{init}"]) == want
+
+
+def test_depth_trained_is_decided_on_the_linearised_arm_and_reports_sgd():
+    # SGD networks (outside the lazy regime) with LeCun rising do not decide; they are a variant
+    df = synth(depth_trained={"lecun": lambda L: math.exp(0.3 * L)}, depth_lazy={"lecun": lambda L: 0.5 ** L})
+    c = by_id(df)["depth-init-trained-lecun"]
+    assert c.decision.verdict == R
+    sgd = [v for k, v in c.variants.items() if k.startswith("SGD lr 0.03")]  # beside its control (He: C)
+    assert len(sgd) == 1 and sgd[0].verdict == C
+    assert c.evidence["sgd_parts"]["lecun_m96"]["effect"] > 0.25
+    # no linearised depth sweep: not applicable, said so
+    c = by_id(df[df["regime"] != "linearised"])["depth-init-trained-lecun"]
+    assert c.decision.verdict == NA and c.decision.reason.startswith("not measured")
+
+
 def test_depth_trained_fd_premise_excludes_and_width_sweeps_are_not_depth_sweeps():
     df = synth()
-    df.loc[(df["kind"] == "final") & (df["depth"] == 6), "fd_ratio_at_target"] = 0.7
+    df.loc[(df["kind"] == "final") & (df["depth"] == 6) & (df["regime"] == "sgd"), "fd_ratio_at_target"] = 0.7
     c = by_id(df)["depth-init-trained-he"]
-    assert {e.premise: e.excluded for e in c.excluded}["fd-linear"] == 3 * 6
+    assert {e["premise"]: e["excluded"] for e in c.evidence["sgd_excluded"]}["fd-linear"] == 3 * 6
     assert list(c.evidence["parts"]) == ["he_m96"]  # the width sweeps' depths 2-4 are not a depth sweep
+    assert list(c.evidence["sgd_parts"]) == ["he_m96"]
 
 
 def test_depth_at_init_keeps_dead_networks_in_the_mean():

@@ -111,3 +111,40 @@ def test_closed_form_jvp_matches_forward_ad():
         f0, jd = R._mlp_jvp(net, x, v)
         f1, jd1 = torch.func.jvp(net, (x,), (v,))
         assert torch.allclose(f0, f1, atol=1e-12) and torch.allclose(jd, jd1, atol=1e-12)
+
+
+def test_deep_networks_ntk_solve_and_linearisation_match_explicit_jacobians():
+    """The depth arm of depth-init-trained (depths up to 6, review defect 6): Θ = J Jᵀ, the min-norm step
+    = lstsq on the explicit J, and f_lin = f₀ + J Δθ, at depths 4 and 6, He and LeCun scales."""
+    x, y = _data(6, 5, 2)
+    xt, _ = _data(5, 5, 2, seed=7)
+    for widths, scale in (([4, 5, 3], 1.0), ([3, 4, 3, 4, 3], 0.5 ** 0.5)):  # He; LeCun = He / sqrt 2 per layer
+        ws = [w * scale for w in _net(5, widths, 2, 3)]
+        J = _jacobian(ws, x)
+        assert torch.allclose(lin.ntk(ws, x), J @ J.T, rtol=1e-10, atol=1e-12)
+        dws, _ = lin.solve(ws, x, y)
+        r = (y - lin.mlp(ws, x)).reshape(-1)
+        ref = torch.linalg.lstsq(J, r[:, None], driver="gelsd").solution[:, 0]
+        flat = torch.cat([d.reshape(-1) for d in dws])
+        assert torch.allclose(flat, ref, atol=1e-8)
+        ft = lin.mlp(ws, xt).reshape(-1) + _jacobian(ws, xt) @ flat
+        assert torch.allclose(lin.linearised(ws, dws, xt).reshape(-1), ft, atol=1e-10)
+
+
+def test_he_and_lecun_lazy_limits_share_the_kernel_interpolant():
+    """Why the lazy limit's depth trend barely depends on the init (notes/wdi6.md): from one seed He's weights
+    are LeCun's times sqrt 2 in every layer, so Θ_He = 2^(L-1) Θ_LeCun exactly, kernel regression is blind to
+    the kernel's scale, and the two solutions differ only through the init functions:
+    f_lin,He - f_lin,LeCun = (2^(L/2) - 1) (f0_LeCun(x) - Θ(x, X) Θ⁻¹ f0_LeCun(X))."""
+    x, y = _data(6, 5, 2)
+    xt, _ = _data(5, 5, 2, seed=9)
+    for widths in ([30], [20, 20, 20]):
+        L = len(widths) + 1
+        le = [w / 2 ** 0.5 for w in _net(5, widths, 2, 6)]
+        he = [w * 2 ** 0.5 for w in le]
+        assert torch.allclose(lin.ntk(he, x), 2 ** (L - 1) * lin.ntk(le, x), rtol=1e-12)
+        f_he = lin.linearised(he, lin.solve(he, x, y)[0], xt)
+        f_le = lin.linearised(le, lin.solve(le, x, y)[0], xt)
+        resid = lin.mlp(le, xt).reshape(-1) - lin.ntk(le, xt, x) @ torch.linalg.solve(lin.ntk(le, x),
+                                                                                         lin.mlp(le, x).reshape(-1))
+        assert torch.allclose((f_he - f_le).reshape(-1), (2 ** (L / 2) - 1) * resid, atol=1e-8)

@@ -43,6 +43,14 @@ QUICK_WIDTH_SEEDS = 5
 # exactly, float64; 100 training points, 10 and 2 classes (issue 54's n in {100, 400}: 400 in the slice)
 LAZY_LIMIT = {"regime": ["linearised"], "init": ["he"], "depth": [2], "width": _POW2, "n_train": [100],
               "classes": [(), (0, 1)]}
+# depth-init-trained's deciding arm (review defect 6): LeCun, He and NTK linearised at initialisation and
+# solved exactly (Thm 1's lazy regime, float64), n = 100, width 256 (the lazy limit's setting: He at depth 2
+# IS the lazy limit's point), k = 10 and 2: the paper-depth and paper-depth-lazy slices and the paper preset.
+# NOT in quick: at quick's scale (depths 2, 3, 4, 6, k = 2, 5 seeds) it cost 2.9 CPU-s more (4.8 with the
+# worker's first torch.func warm-up; measured per point at base seeds 0 and 17, 2026-11-28), and the quick
+# preset of all studies is at 89.5 of its 90 s with nothing found to pay for it (notes/wdi6.md)
+DEPTH_LAZY = {"regime": ["linearised"], "init": ["lecun", "he", "ntk"], "depth": [2, 4, 6, 8], "width": [256],
+              "n_train": [100], "classes": [(), (0, 1)]}
 # Cost (CPU-seconds from the runs' cpu_seconds, issue 54): the quick grid may not cost more than the one
 # before it (63.8 CPU-s). The first version cost 77.0; two blocks that decide nothing there were cut,
 # chosen for cost after the base-seed 0/17 runs: the lazy limit's widths 512 and 1024 (its flat side:
@@ -100,6 +108,7 @@ PAPER_GRID = (
     {**THM3_CONTROL, "width": [2**i for i in range(4, 13, 2)], SEEDS_KEY: [THM3_PAPER_SEEDS]},
     {**TWO_CLASS, "width": [2**i for i in range(1, 15)]},
     {**LAZY_LIMIT, "n_train": [100, 400]},
+    DEPTH_LAZY,
 )
 
 # Paper slices: one claim's experiment each, at the paper's setting (mnist5k 28x28 with its full
@@ -139,7 +148,10 @@ PAPER_SLICES = {
     "depth": ({"init": ["lecun", "he"], "depth": [2, 4, 6, 8], "width": [256], "mc_width": [256],
                "init_draws": [INIT_DRAWS]},
               {"init": ["ntk"], "depth": [2, 4, 6, 8], "width": [256], "lr": [0.03], "mc_width": [256],
-               "init_draws": [INIT_DRAWS]}),
+               "init_draws": [INIT_DRAWS]},
+              DEPTH_LAZY),
+    # depth-init-trained's deciding arm alone (the linearised networks): 75 CPU-s at base seed 0 (measured)
+    "depth-lazy": (DEPTH_LAZY,),
     # nonlazy-width (Fig. 4b): the non-lazy and He two-layer networks across widths
     "nonlazy": ({"init": ["small", "he"], "depth": [2], "width": [2**i for i in range(4, 12)],
                  "loss_marks": [LOSS_MARKS]},
