@@ -35,6 +35,7 @@ PRESETS=(
   "width-depth-init paper-lazy-limit"
   "width-depth-init paper-width-n"
   "width-depth-init paper-depth"
+  "width-depth-init paper-depth-lazy"
   "width-depth-init paper-nonlazy"
   "width-depth-init paper-kappa"
 )
