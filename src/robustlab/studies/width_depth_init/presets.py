@@ -46,9 +46,10 @@ LAZY_LIMIT = {"regime": ["linearised"], "init": ["he"], "depth": [2], "width": _
 # depth-init-trained's deciding arm (review defect 6): LeCun, He and NTK linearised at initialisation and
 # solved exactly (Thm 1's lazy regime, float64), n = 100, width 256 (the lazy limit's setting: He at depth 2
 # IS the lazy limit's point), k = 10 and 2: the paper-depth and paper-depth-lazy slices and the paper preset.
-# NOT in quick: at quick's scale (depths 2, 3, 4, 6, k = 2, 5 seeds) it cost 2.9 CPU-s more (4.8 with the
-# worker's first torch.func warm-up; measured per point at base seeds 0 and 17, 2026-11-28), and the quick
-# preset of all studies is at 89.5 of its 90 s with nothing found to pay for it (notes/wdi6.md)
+# In quick at quick's scale (depths 2, 3, 4, 6, k = 2, 5 seeds): 2.9 CPU-s more (4.8 with the worker's
+# first torch.func warm-up; measured per point at base seeds 0 and 17, 2026-11-28). Without it the three
+# depth-init-trained claims read 'not measured' at quick; with it reproduce --preset quick read 90.0 s
+# on 2 idle cores (WDI 54.0 s; notes/wdi6.md, issue 54's closing note)
 DEPTH_LAZY = {"regime": ["linearised"], "init": ["lecun", "he", "ntk"], "depth": [2, 4, 6, 8], "width": [256],
               "n_train": [100], "classes": [(), (0, 1)]}
 # Cost (CPU-seconds from the runs' cpu_seconds, issue 54): the quick grid may not cost more than the one
@@ -80,6 +81,9 @@ QUICK_GRID = (
     THM3_BLOCK,
     THM3_CONTROL,
     {**LAZY_LIMIT, "width": _POW2[:7] + [256]},
+    # depth-init-trained's deciding arm (Thm 1's lazy limit, the linearised networks solved exactly):
+    # the paper's depth arm at quick's 200 training points and two classes, depths 2-6 (issue 54, defect 6)
+    {**DEPTH_LAZY, "depth": [2, 3, 4, 6], "classes": [(0, 1)]},
 )
 
 THM3_PAPER_SEEDS = 10  # issue 54: Thm 3's steps at 10 seeds at the paper's scale (quick: 5)
