@@ -138,8 +138,9 @@ STUDY = Study(
                                     "(linearised, 100 points, 10 and 2 classes), 5 seeds (~1.5 min on 2 idle cores)"),
         "paper": Preset(PAPER_BASE, PAPER_GRID, n_seeds=5,
                         description="mnist5k 28x28 (4000 training points), widths 1-16384, depths 2-8, 50 epochs "
-                                    "with step decay, 5 seeds, and the width-n and Thm 3 blocks of the slices (5695 TFLOP of "
-                                    "products: >= 4 h on 2 CPU cores; about 8 min on one H100 with --device cuda)"),
+                                    "with step decay, 5 seeds, and the width-n, Thm 3 and linearised depth blocks of the slices "
+                                    "(5810 TFLOP of products: a floor of 5.4 h on 2 CPU cores, about 10 h estimated by "
+                                    "--dry-run; about 8 min on one H100 with --device cuda)"),
         **{f"paper-{name}": Preset(PAPER_BASE, grid, n_seeds=PAPER_SLICE_SEEDS,
                                    description=f"the paper's setting, the {name} experiment only (~15 min on 2 "
                                                f"cores)")
