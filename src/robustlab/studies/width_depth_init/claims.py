@@ -783,7 +783,7 @@ def claim_kappa(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                               f"{KAPPA_BAND} (t interval over seeds), in the declared window [decay_start/2, "
                               "decay_start] and in [2, decay_start] (across window)"}
     if "kind" not in df.columns or finals(df).empty or "kappa" not in finals(df).columns:
-        return _claim(cid, statement, "§5.2, Figs. 2-3", Verdict(INCONCLUSIVE, reason="no results"), ev)
+        return _claim(cid, statement, "§5.2, Figs. 2-3", not_applicable(NOT_MEASURED_NONLAZY), ev)
     two, k, exc, ep = _kappa_rows(df)
     if not _both_inits(two):
         return _claim(cid, statement, "§5.2, Figs. 2-3", not_applicable(NOT_MEASURED_NONLAZY), ev, excluded=exc)
@@ -810,7 +810,7 @@ def claim_kappa_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     cid = "kappa-width"
     statement = "Exploratory: kappa at the end falls with width for both the lazy (He) and the non-lazy init (§5.2)"
     if "kind" not in df.columns or finals(df).empty or "kappa" not in finals(df).columns:
-        return _claim(cid, statement, "§5.2", Verdict(INCONCLUSIVE, reason="no results"), {})
+        return _claim(cid, statement, "§5.2", not_applicable(NOT_MEASURED_NONLAZY), {})
     two, k, exc, _ = _kappa_rows(df)
     if not _both_inits(two):
         return _claim(cid, statement, "§5.2", not_applicable(NOT_MEASURED_NONLAZY), {}, excluded=exc)
@@ -836,9 +836,10 @@ def claim_mc(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
                  f"eps^2 ||J||_F^2 / (d+2) (its 95% interval within ±{MC_BAND:.0%} of it)")
     f = finals(df)
     if "mc_stability" not in f.columns or f["mc_stability"].isna().all():
-        return _claim("mc-identity", statement, "Def. 1", decide(None, threshold=(-MC_BAND, MC_BAND), side="inside",
-                                                                 reason="no grid point had a Monte Carlo estimate"),
-                      {"reason": "no grid point had a Monte Carlo estimate"})
+        # a run without Monte Carlo points (a slice that does not measure it) did not test the identity:
+        # not applicable, not an undecided self-check
+        why = "not measured in this run: no grid point had a Monte Carlo estimate (mc_width, mc_samples)"
+        return _claim("mc-identity", statement, "Def. 1", not_applicable(why), {"reason": why})
     m = f.dropna(subset=["mc_stability"])
     mc, se, exact = (m[k].to_numpy(float) for k in ("mc_stability", "mc_stderr", "mc_exact"))
     rel = float((mc - exact).sum() / exact.sum())
