@@ -83,7 +83,8 @@ LAZY_IDEAL = {"lecun": lambda L: 3 * 0.5 ** L,  # the init's ln 1/2 per layer ke
 FLAT = lambda L: 1.0  # noqa: E731
 
 
-def depth_rows(base: int, curves: dict, *, depths=DEPTHS, nets=NETS, noise=NOISE, width=96) -> pd.DataFrame:
+def depth_rows(base: int, curves: dict, *, depths=DEPTHS, nets=NETS, noise=NOISE, width=96,
+               classes="[4, 9]") -> pd.DataFrame:
     """The linearised depth arm (the decision of depth-init-trained-*): LeCun, He, NTK at one width and
     ``depths`` (a dict init -> depths to give one init fewer), trained P = ``curves[init](L)``."""
     rng = np.random.default_rng(base)
@@ -93,7 +94,7 @@ def depth_rows(base: int, curves: dict, *, depths=DEPTHS, nets=NETS, noise=NOISE
             for i in range(nets):
                 p = curves[init](L) * (math.exp(rng.normal(0, noise)) if noise else 1.0)
                 rows.append(_row(init, L, width, base + i, p, DEPTH_INIT[init](L), regime="linearised",
-                                 classes="[4, 9]", plateau=None))
+                                 classes=classes, plateau=None))
     return pd.DataFrame(rows)
 
 
@@ -241,6 +242,32 @@ def test_depth_three_depth_arm_is_decided_or_its_na_names_the_real_minimum():
     assert v(c) != NA or f">= {MIN_DEPTHS} depths" not in c.decision.reason
 
 
+def test_depth_every_sweep_must_hold():
+    """Two class sets (as paper-depth-lazy's k 2 and k 10): He beyond the margin at one only -> C, naming it."""
+    df = pd.concat([depth_rows(0, LAZY_IDEAL, classes="[4, 9]"),
+                    depth_rows(0, {**LAZY_IDEAL, "he": FLAT}, classes="[0, 1]")], ignore_index=True)
+    c = depth_claim(df, "he")
+    assert v(c) == C
+
+
+@pytest.mark.xfail(strict=True, reason="defect R2-3: the control is aggregated over sweeps before it is compared, "
+                                       "so a sweep where the control passes too still counts as a discriminating R")
+def test_depth_a_sweep_where_the_control_passes_too_does_not_count():
+    """Defect R2-3 (pairing of claim and control per sweep). Two class sets: He rises beyond +0.15 in both; its
+    control (LeCun, He's rule) rises beyond +0.15 too in "[0, 1]" (as LeCun does at k 2 in paper-depth-lazy:
+    +0.218 [0.202, 0.234], notes/wdi6.md) and falls in "[4, 9]". Per sweep, "[0, 1]" does not discriminate
+    (rule R on the networks with and without the mechanism), so "He's P rises beyond the band at every class
+    count" is shown at one class count only. The engine judges the control on all its sweeps together
+    (across 'all' -> C, since "[4, 9]" fails) and caps only on that aggregate: He reads R beside a "working"
+    control. Fix (notes/wdi-review2.md): cap each sweep's part by the control's part in the same sweep (same
+    width, class set, n) with cl.with_control before across(), or make the control's across use 'any'."""
+    df = pd.concat([depth_rows(0, LAZY_IDEAL, classes="[4, 9]"),
+                    depth_rows(0, {**LAZY_IDEAL, "lecun": lambda L: math.exp(0.3 * L)}, classes="[0, 1]")],
+                   ignore_index=True)
+    c = depth_claim(df, "he")
+    assert v(c) != R
+
+
 # ---- width-peak (with plateau-acc / plateau-loss) -----------------------------------------------------
 
 WIDTH_PROBES = {"a": {}, "a-moving": {"curve": moving_peak}, "b-falling": {"curve": falling},
@@ -346,3 +373,40 @@ def test_plateau_just_past_the_bounds_excludes():
 def test_plateau_does_not_drop_the_control_by_construction():
     """The small-init sweep, fitted and on its plateau, is judged (C on a falling curve), not NA."""
     assert ctl(width_probe("a", 0)) == C
+
+
+def _stuck_or_learning(frac_learning: int):
+    """At width 1, the networks numbered < ``frac_learning`` (of NETS) still learning (accuracy +3 points over
+    the last 10 epochs: off the plateau), the others stuck near chance (on it); every other width on it."""
+    count: dict = {}
+
+    def f(init, m, L, rng):
+        i = count[(init, m, L)] = count.get((init, m, L), -1) + 1
+        return (0.03, 0.05) if m == 1 and i < frac_learning else (0.0, 0.001)
+    return f
+
+
+@pytest.mark.xfail(strict=True, reason="defect R2-2: per-network plateau exclusion keeps the stuck (low-P) "
+                                       "narrow networks and drops the learning ones: a falling curve reads R")
+def test_plateau_selection_at_the_narrow_end_does_not_manufacture_a_peak():
+    """Defect R2-2 (selection by an outcome-correlated premise). Quick's own records (wdi5 q0, He L2 10 classes,
+    width 2): the 1 network kept by plateau-acc/-loss is stuck at chance (train acc 0.20, P 0.036), the 4 excluded
+    are still learning (acc 0.35, P 0.224): 6x apart; LeCun L2 width 2: 0.034 vs 0.227; He L4 width 4: 0.027
+    (acc 0.10) vs 1.34. Planted here one width lower, at the sweep's narrow END: a curve falling in width (no
+    peak), where at width 1 three of five networks are still learning (P on the curve) and two are stuck near
+    chance (P x 0.05, as observed). The premise keeps only the stuck two, the narrow end drops, and
+    peak-over-ends reads an interior maximum: R, from a curve with none. Fix (notes/wdi-review2.md): decide a
+    width's keep per width, not per network (a width whose networks are partly off the plateau is removed whole
+    and coverage names it), or report the verdict with the partly-kept widths removed as a required variant."""
+    rng = np.random.default_rng(0)
+    df = width_rows(0, curve=falling, plateau=_stuck_or_learning(3))
+    stuck = (df["width"] == 1) & (df["init"] != "small") & (df["acc_change_last10"] == 0.0)
+    df.loc[stuck, "stability"] = df.loc[stuck, "stability"] * 0.05 * np.exp(rng.normal(0, NOISE, stuck.sum()))
+    c = width_claim(df)
+    assert v(c) != R and raw(c) != R
+
+
+def test_plateau_selection_control_without_the_stuck_networks_reads_no_peak():
+    """The same falling curve with every width-1 network on the plateau at its curve value: C (no peak), so
+    R2-2's R comes from the selection alone."""
+    assert v(width_claim(width_rows(0, curve=falling))) == C
