@@ -55,7 +55,7 @@ def raw(c) -> str:
 # ---- builders ---------------------------------------------------------------------------------
 
 def width_rows(base: int, *, curve=step_peak, small=falling, plateau=None, nets=NETS, noise=NOISE,
-               depths=(2, 3, 4)) -> pd.DataFrame:
+               depths=(2, 3, 4), classes="[]") -> pd.DataFrame:
     """width-peak's rows: He and LeCun width sweeps (10 classes, SGD) at ``depths``, the small init's
     depth-2 sweep (the control). ``plateau(init, m, L, rng)`` -> the final row's ``acc_change_last10`` and
     ``loss_drop_last10`` (default: on the plateau, 0 and 0.001)."""
@@ -64,7 +64,8 @@ def width_rows(base: int, *, curve=step_peak, small=falling, plateau=None, nets=
 
     def add(init, L, m, p):
         for i in range(nets):
-            r = _row(init, L, m, base + i, p * math.exp(rng.normal(0, noise)), 1.0)
+            r = _row(init, L, m, base + i, p * math.exp(rng.normal(0, noise)), 1.0,
+                     classes=classes if init != "small" else "[]")
             if plateau is not None:
                 r["acc_change_last10"], r["loss_drop_last10"] = plateau(init, m, L, rng)
             rows.append(r)
@@ -410,3 +411,23 @@ def test_plateau_selection_control_without_the_stuck_networks_reads_no_peak():
     """The same falling curve with every width-1 network on the plateau at its curve value: C (no peak), so
     R2-2's R comes from the selection alone."""
     assert v(width_claim(width_rows(0, curve=falling))) == C
+
+
+FITTED_TAIL = lambda i, m, L, rng: (0.0, 0.01) if 4 <= m <= 16 else (0.0, 0.001)  # noqa: E731
+
+
+def test_plateau_loss_keeps_a_fitted_tail_at_k10():
+    """wdi5's own example of what must be kept: the peak widths (4-16) fitted (accuracy flat), the CE loss
+    still falling 0.01 in 10 epochs (<= 0.01 log 10 = 0.023): kept, the peak reads R."""
+    c = width_claim(width_rows(0, plateau=FITTED_TAIL, depths=(2,)))
+    assert not any(e.excluded for e in c.excluded) and v(c) == R
+
+
+def test_plateau_loss_removes_the_same_fitted_tail_at_k2():
+    """Observation (no stored verdict moves: every 2-class network was kept at quick and in the paper-width
+    slice): the fitted CE tail's fall does not scale with log k, the bound does. The same networks at k = 2
+    (0.01 > 0.01 log 2 = 0.0069) are removed: at k = 2 the old premise's defect (removing the slow
+    near-interpolation widths, the peak itself) is back, and the sweep cannot read R."""
+    c = width_claim(width_rows(0, plateau=FITTED_TAIL, depths=(2,), classes="[0, 1]"))
+    assert {e.premise: e.excluded for e in c.excluded}["plateau-loss"] == 2 * 3 * NETS
+    assert raw(c) != R
