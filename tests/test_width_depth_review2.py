@@ -232,7 +232,7 @@ def test_depth_control_with_too_few_depths_is_no_working_control():
     assert raw(c) == R and ctl(c) == NA and v(c) == I
 
 
-@pytest.mark.xfail(strict=True, reason="defect R2-1: NA message names >= 3 depths, the arm needs 4")
+
 def test_depth_three_depth_arm_is_decided_or_its_na_names_the_real_minimum():
     """Defect R2-1 (minor, the NA message): MIN_DEPTHS = 3 is depth_part's minimum and the NA reason says
     "needs linearised depth sweeps (... one width at >= 3 depths ...)", but depth_sweep_rows keeps only runs
@@ -251,8 +251,6 @@ def test_depth_every_sweep_must_hold():
     assert v(c) == C
 
 
-@pytest.mark.xfail(strict=True, reason="defect R2-3: the control is aggregated over sweeps before it is compared, "
-                                       "so a sweep where the control passes too still counts as a discriminating R")
 def test_depth_a_sweep_where_the_control_passes_too_does_not_count():
     """Defect R2-3 (pairing of claim and control per sweep). Two class sets: He rises beyond +0.15 in both; its
     control (LeCun, He's rule) rises beyond +0.15 too in "[0, 1]" (as LeCun does at k 2 in paper-depth-lazy:

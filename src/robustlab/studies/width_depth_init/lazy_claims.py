@@ -430,6 +430,24 @@ def depth_trained_rule(init: str) -> Callable[[pd.DataFrame], Verdict]:
     return rule
 
 
+def capped_per_sweep(part: Callable[[pd.DataFrame, str], Verdict], mine: pd.DataFrame, other: pd.DataFrame,
+                     init: str, control_init: str, setting: str, rule_name: str) -> Verdict:
+    """Review R2-3: a depth claim's verdict with its control paired sweep by sweep. Each of ``init``'s depth
+    sweeps (``part`` on its rows) is capped (:func:`claims.with_control`) by the same rule on
+    ``control_init``'s sweep at the same width and series (same class set, n, ...), then ``across`` every
+    sweep: a sweep where the control passes too ("does not discriminate") or has no counterpart cannot
+    count toward "reproduced", which the control judged over every sweep together allowed."""
+    theirs = {name.split("_", 1)[1]: sub for name, sub in depth_sweeps(other)}
+    parts = {}
+    for name, sub in depth_sweeps(mine):
+        key = name.split("_", 1)[1]
+        cv = part(theirs[key], name) if key in theirs else not_applicable(f"no {control_init} sweep at {key}")
+        parts[name] = cl.with_control(part(sub, name), cl.Control(setting, cv, rule=rule_name))
+    if not parts:
+        return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
+    return cl.across("sweep", parts, quantifier="all")[0]
+
+
 def paired_depth_rule(side: str) -> Callable[[pd.DataFrame], Verdict]:
     """The paired variant (:func:`paired_depth_part`) in every depth sweep of the rows."""
     def rule(rows: pd.DataFrame) -> Verdict:
