@@ -385,8 +385,6 @@ def _stuck_or_learning(frac_learning: int):
     return f
 
 
-@pytest.mark.xfail(strict=True, reason="defect R2-2: per-network plateau exclusion keeps the stuck (low-P) "
-                                       "narrow networks and drops the learning ones: a falling curve reads R")
 def test_plateau_selection_at_the_narrow_end_does_not_manufacture_a_peak():
     """Defect R2-2 (selection by an outcome-correlated premise). Quick's own records (wdi5 q0, He L2 10 classes,
     width 2): the 1 network kept by plateau-acc/-loss is stuck at chance (train acc 0.20, P 0.036), the 4 excluded

@@ -197,6 +197,26 @@ def _p_change(df: pd.DataFrame) -> pd.Series:
 
 PLATEAU_PREMISES = ("plateau-acc", "plateau-loss")  # App. E.2's "loss and accuracy almost unchanged"
 
+
+def _per_setting(name: str, description: str, test: Callable[[pd.DataFrame], pd.Series]) -> cl.Premise:
+    """A plateau premise decided per setting (every config field but the seed: one width of one sweep), not per
+    network (review R2-2): a width whose networks are partly off the plateau is removed whole. Kept network by
+    network, the premise selected on the outcome: at a narrow width it kept the networks stuck near chance (flat
+    trace, low P) and dropped the ones still learning (higher P), which lowers the sweep's rising side and can
+    make a falling curve read as a peak. Coverage then names the width's sweep when an end is lost."""
+    def per_setting(df: pd.DataFrame) -> pd.Series:
+        raw = np.asarray(test(df), dtype=object)
+        ok = pd.Series(np.where(pd.isna(raw), False, raw).astype(bool), index=df.index)
+        keys = [k for k in WidthDepthInitConfig.field_names() if k in df.columns and k != "seed"
+                and k not in _NOT_NETWORK]
+        if not keys or df.empty:
+            return ok
+        setting = [df[k].map(str) for k in keys]
+        return ok.groupby(setting, dropna=False, sort=False).transform("all").astype(bool)
+    return cl.Premise(name, description + "; decided per width: every network of the setting (all seeds) must "
+                                          "meet it, or the width is removed whole (review R2-2)", per_setting)
+
+
 PREMISES: dict[str, cl.Premise] = {
     "equal-fit": cl.premise_true("equal-fit", "fit", "at the target fit when measured (target_acc reached; "
                                                       "at the end of the schedule: training accuracy >= target_acc)"),
@@ -209,15 +229,15 @@ PREMISES: dict[str, cl.Premise] = {
     "fd-linear": cl.Premise("fd-linear", f"|finite difference / linear formula - 1| <= {FD_TOL:g} at radius eps "
                                          "(sum |f(x+d) - f(x)|^2 / sum |J d|^2, one d per held-out point)",
                             lambda df: (pd.to_numeric(df["fd"], errors="coerce") - 1).abs() <= FD_TOL),
-    "plateau-acc": cl.Premise("plateau-acc", f"running training accuracy changed by at most "
-                                             f"{PLATEAU_ACC * 100:g} percentage point over the last {PLATEAU_EPOCHS} "
-                                             "epochs (App. E.2: accuracy almost unchanged)",
-                              lambda df: _col(df, "acc_change_last10") <= PLATEAU_ACC + 1e-12),
-    "plateau-loss": cl.Premise("plateau-loss", f"running training loss changed by at most {PLATEAU_LOSS:.0%} of the "
-                                               "uninformative predictor's loss (log k for cross-entropy, 1/2 for the "
-                                               f"squared loss) over the last {PLATEAU_EPOCHS} epochs (App. E.2: loss "
-                                               "almost unchanged)",
-                               lambda df: _col(df, "loss_drop_last10") <= PLATEAU_LOSS * chance_loss(df)),
+    "plateau-acc": _per_setting("plateau-acc", f"running training accuracy changed by at most "
+                                               f"{PLATEAU_ACC * 100:g} percentage point over the last {PLATEAU_EPOCHS} "
+                                               "epochs (App. E.2: accuracy almost unchanged)",
+                                lambda df: _col(df, "acc_change_last10") <= PLATEAU_ACC + 1e-12),
+    "plateau-loss": _per_setting("plateau-loss", f"running training loss changed by at most {PLATEAU_LOSS:.0%} of "
+                                                 "the uninformative predictor's loss (log k for cross-entropy, 1/2 for "
+                                                 f"the squared loss) over the last {PLATEAU_EPOCHS} epochs (App. E.2: "
+                                                 "loss almost unchanged)",
+                                 lambda df: _col(df, "loss_drop_last10") <= PLATEAU_LOSS * chance_loss(df)),
     "plateau-P": cl.Premise("plateau-P", f"|log P(T) - log P(T - {PLATEAU_EPOCHS})| <= {PLATEAU_P:g} on the first "
                                          "100 held-out points (P itself at a plateau; evidence, a variant)",
                             lambda df: _p_change(df) <= PLATEAU_P),
