@@ -378,3 +378,15 @@ def test_a_preset_can_declare_a_claim_undecided_at_its_scale():
               presets={"quick": Preset(grid=({"C0": [10.0]},), undecided={"nope": "x"})},
               run_points=lambda cfgs, dev: [], claims=lambda df, ctx: [], figures=lambda df, ctx: [],
               claim_specs=[cl.ClaimSpec("c", kind=cl.EXPLORATORY)])
+
+
+def test_coverage_counts_an_end_kept_only_with_enough_rows():
+    """A peak's end kept by a single row is lost when the statistic needs two per value (min_per_value):
+    the narrow end here keeps 1 of 3 networks at width 1 and none at 2, so with min_per_value=2 the
+    narrow side is gone and coverage names the premise; with the default 1 it is covered."""
+    df = pd.DataFrame({"width": [1, 1, 1, 2, 2, 2, 4, 4, 4, 8, 8, 8],
+                       "ok": [1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1]})
+    p = [cl.premise_at_least("ok", "ok", 1)]
+    assert cl.coverage(df, p, "width", shape="peak") is None
+    v = cl.coverage(df, p, "width", shape="peak", min_per_value=2)
+    assert v is not None and v.verdict == stats.NOT_APPLICABLE and "removes width < 4" in v.reason

@@ -385,14 +385,16 @@ def across(knob: str, verdicts: Mapping[Any, Verdict], *, quantifier: str = ALL,
 
 def coverage(df: pd.DataFrame, premises: Iterable[Premise], axis: str, *, shape: str = "slope",
              min_distinct: int = 3, min_span: float | None = None,
-             unit: str | Sequence[str] | None = None) -> Verdict | None:
+             unit: str | Sequence[str] | None = None, min_per_value: int = 1) -> Verdict | None:
     """Is enough of ``axis`` left, once ``premises`` are applied, to show a ``shape`` along it?
 
     ``df``: the rows before the premises. A ``"peak"`` needs the design's smallest and largest
     ``axis`` value both kept (both sides of an interior maximum) and ``min_distinct`` values; a
     ``"slope"`` needs ``min_distinct`` distinct values spanning a factor ``min_span`` (max/min,
-    for a positive axis) when given. Returns None when it is, else ``not applicable``,
-    "undecidable as designed", naming the premise that removed the missing side.
+    for a positive axis) when given. An ``axis`` value counts as kept when at least
+    ``min_per_value`` rows of it remain (a statistic that needs two networks per value cannot
+    anchor an end on one). Returns None when it is, else ``not applicable``, "undecidable as
+    designed", naming the premise that removed the missing side.
     """
     if shape not in ("peak", "slope"):
         raise ValueError(f"shape={shape!r}: 'peak' or 'slope'")
@@ -401,7 +403,9 @@ def coverage(df: pd.DataFrame, premises: Iterable[Premise], axis: str, *, shape:
         return stats.not_applicable(f"undecidable as designed: no values of {axis}")
     design = np.sort(pd.to_numeric(df[axis], errors="coerce").dropna().unique())
     kept, _ = apply_premises(df, premises, unit=unit)
-    have = np.sort(pd.to_numeric(kept[axis], errors="coerce").dropna().unique()) if len(kept) else np.array([])
+    vals = pd.to_numeric(kept[axis], errors="coerce").dropna() if len(kept) else pd.Series(dtype=float)
+    counts = vals.value_counts()
+    have = np.sort(counts.index[counts >= min_per_value].to_numpy(np.float64)) if len(counts) else np.array([])
 
     def fmt(v: Any) -> str:
         return f"{float(v):g}"

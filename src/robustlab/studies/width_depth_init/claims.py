@@ -190,10 +190,10 @@ def _premise_objs(names) -> list[cl.Premise]:
 
 
 def _coverage(df: pd.DataFrame, premises: list[cl.Premise], *, axis: str, shape: str, min_distinct: int = 3,
-              min_span: float | None = 4.0) -> Verdict | None:
+              min_span: float | None = 4.0, min_per_value: int = 1) -> Verdict | None:
     """``cl.coverage`` counted per network (``point`` x ``seed``)."""
     return cl.coverage(df, premises, axis, shape=shape, min_distinct=min_distinct, min_span=min_span,
-                       unit=[u for u in ("point", "seed") if u in df.columns])
+                       unit=[u for u in ("point", "seed") if u in df.columns], min_per_value=min_per_value)
 
 
 def _bound(rule, outside: dict | None = None, **kw) -> Callable[[pd.DataFrame], Verdict]:
@@ -244,7 +244,9 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
     ck = kept(ck_all, WIDTH_PREMISES)[0]
     # coverage per sweep (defect 3): a sweep whose premises leave its peak undecidable (an end lost) is
     # excluded by name (across outside=); the other sweeps decide; every sweep lost -> NA
-    lost = {n: _coverage(s, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak") for n, s in _sweeps(v)}
+    # an end counts as kept with >= 2 networks, as the statistic needs (peak_part's per-width minimum)
+    lost = {n: _coverage(s, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak", min_per_value=2)
+            for n, s in _sweeps(v)}
     lost = {n: c.reason for n, c in lost.items() if c is not None}
     k = pd.concat([s for n, s in _sweeps(k) if n not in lost] or [k.iloc[0:0]])
     na = cl.across("sweep", {}, outside=lost)[0] if lost and len(lost) == len(_sweeps(v)) else None
