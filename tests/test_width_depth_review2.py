@@ -427,3 +427,14 @@ def test_plateau_loss_removes_the_same_fitted_tail_at_k2():
     c = width_claim(width_rows(0, plateau=FITTED_TAIL, depths=(2,), classes="[0, 1]"))
     assert {e.premise: e.excluded for e in c.excluded}["plateau-loss"] == 2 * 3 * NETS
     assert raw(c) != R
+
+
+def test_a_width_sweep_that_starts_past_k_is_not_a_width_peak_sweep():
+    """A sweep from width 16 at 10 classes (paper-nonlazy's He sweep, nonlazy-width's control) has no narrow
+    side by design: its falling tail must not read "no peak". Such sweeps are excluded by name; with only
+    them the claim is not applicable. The same planted peak from width 1 still reads R."""
+    full = width_rows(0)
+    late = full[pd.to_numeric(full["width"]) >= 16].reset_index(drop=True)
+    c = width_claim(late)
+    assert v(c) == NA and "no narrow side" in c.decision.reason
+    assert v(width_claim(full)) == R

@@ -35,6 +35,7 @@ from .analysis import (
     PLATEAU_PREMISES,
     PREMISES,
     PROTOCOLS,
+    _classes,
     _r,
     _table,
     curve,
@@ -239,17 +240,18 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
         return _no_results(cid, statement, where)
     hl = _he_lecun(f)
     v = view(hl, "end")
+    v, late = _from_under_parameterised(v)
     k, exc = kept(v, WIDTH_PREMISES)
-    ck_all = view(_small_sweep(f), "end")
+    ck_all = _from_under_parameterised(view(_small_sweep(f), "end"))[0]
     ck = kept(ck_all, WIDTH_PREMISES)[0]
     # coverage per sweep (defect 3): a sweep whose premises leave its peak undecidable (an end lost) is
     # excluded by name (across outside=); the other sweeps decide; every sweep lost -> NA
     # an end counts as kept with >= 2 networks, as the statistic needs (peak_part's per-width minimum)
     lost = {n: _coverage(s, _premise_objs(WIDTH_PREMISES), axis="width", shape="peak", min_per_value=2)
             for n, s in _sweeps(v)}
-    lost = {n: c.reason for n, c in lost.items() if c is not None}
+    lost = {**late, **{n: c.reason for n, c in lost.items() if c is not None}}
     k = pd.concat([s for n, s in _sweeps(k) if n not in lost] or [k.iloc[0:0]])
-    na = cl.across("sweep", {}, outside=lost)[0] if lost and len(lost) == len(_sweeps(v)) else None
+    na = cl.across("sweep", {}, outside=lost)[0] if lost and len(lost) == len(_sweeps(v)) + len(late) else None
     verdict, control = _judged(cid, _bound(width_peak_rule, init_term=TRAINED_CURVE), k, ck, na)
     parts = {n: peak_part(s, n, TRAINED_CURVE)[0] for n, s in _sweeps(k) if s["width"].nunique() >= 2}
     record = cl.across("sweep", parts, quantifier="all", outside=lost)[1] if parts or lost else None
@@ -272,6 +274,23 @@ def claim_width(df: pd.DataFrame, ctx: Context | None = None) -> Claim:
           "plateau_by_width": {**_plateau_table(v), **_plateau_table(ck_all)}}
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=record)
+
+
+def _from_under_parameterised(v: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The width sweeps of ``v`` that start at or below the number of classes k, and the others by name.
+    Thm 1 places the peak at the passage from under- to over-parameterised; a sweep that starts past k
+    (paper-nonlazy's He sweep from width 16, nonlazy-width's control) has no narrow side by design, and
+    peak-over-ends on it would read its falling tail as "no peak"."""
+    if v.empty:
+        return v, {}
+    keep, late = [], {}
+    for n, s in _sweeps(v):
+        k = float(_classes(s).max())
+        if float(pd.to_numeric(s["width"]).min()) <= k:
+            keep.append(s)
+        else:
+            late[n] = f"{n}: starts at width {int(pd.to_numeric(s['width']).min())} > k = {int(k)} (no narrow side)"
+    return (pd.concat(keep) if keep else v.iloc[0:0]), late
 
 
 def _plateau_variants(v: pd.DataFrame, control: pd.DataFrame) -> dict[str, Verdict]:
