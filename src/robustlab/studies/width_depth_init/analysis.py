@@ -99,14 +99,18 @@ def finals(df: pd.DataFrame) -> pd.DataFrame:
         f = f.assign(**{c: have[c] for c in _TRACE})
     if "init_draws" not in f.columns or f.empty:
         return f
-    keys = [k for k in WidthDepthInitConfig.field_names() if k in f.columns and k not in _NOT_NETWORK]
-    text = f[keys].astype(str)
+    text = f[_network_keys(f)].astype(str)
     order = f["init_draws"].fillna(0).to_numpy()
     keep = ~text.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o").duplicated()
     return f.loc[keep.index[keep.to_numpy()]].sort_index()
 
 
 _NOT_NETWORK = {"init_draws", "fd_points", "mc_samples", "mc_points", "mc_init", "mc_depth", "mc_width"}
+
+
+def _network_keys(df: pd.DataFrame) -> list[str]:
+    """The config fields of ``df`` that identify one network (the seed included; not the measurement's)."""
+    return [k for k in WidthDepthInitConfig.field_names() if k in df.columns and k not in _NOT_NETWORK]
 
 
 def _fit_end(f: pd.DataFrame) -> pd.Series:
@@ -207,8 +211,7 @@ def _per_setting(name: str, description: str, test: Callable[[pd.DataFrame], pd.
     def per_setting(df: pd.DataFrame) -> pd.Series:
         raw = np.asarray(test(df), dtype=object)
         ok = pd.Series(np.where(pd.isna(raw), False, raw).astype(bool), index=df.index)
-        keys = [k for k in WidthDepthInitConfig.field_names() if k in df.columns and k != "seed"
-                and k not in _NOT_NETWORK]
+        keys = [k for k in _network_keys(df) if k != "seed"]
         if not keys or df.empty:
             return ok
         setting = [df[k].map(str) for k in keys]

@@ -78,6 +78,7 @@ from .lazy_claims import (
     location_rule,
     paired_depth_rule,
     peak_part,
+    trained_part,
     width_evidence,
     width_peak_rule,
     width_sweep_rows,
@@ -423,10 +424,6 @@ NOT_MEASURED_DEPTH_LAZY = (f"not measured in this run: needs linearised depth sw
                            f"at >= {DEPTH_SWEEP} depths; quick, paper-depth and paper-depth-lazy run them)")
 
 
-def _trained_part(init: str, sub: pd.DataFrame, name: str) -> Verdict:
-    return depth_part(sub, init, name)[0]
-
-
 def _depth_arm(rows: pd.DataFrame, init: str, protocol: str, premises: tuple[str, ...], rule, cid: str,
                part: Callable[[pd.DataFrame, str], Verdict] | None = None
                ) -> tuple[Verdict, cl.Control | None, list, pd.DataFrame]:
@@ -467,7 +464,7 @@ def claim_depth_trained(df: pd.DataFrame, init: str, ctx: Context | None = None)
     pool = _multi(f[f["init"].isin(list(TRAINED_SIDE))])
     lz, sg = depth_sweep_rows(_regime(pool, "linearised")), depth_sweep_rows(_regime(pool, "sgd"))
     rule, paired = depth_trained_rule(init), paired_depth_rule(TRAINED_SIDE[init])
-    part = functools.partial(_trained_part, init)
+    part = functools.partial(trained_part, init)
     verdict, control, exc, mine = _depth_arm(lz, init, "end", DEPTH_LAZY_PREMISES, rule, cid, part)
     variants: dict = {"linearised, trained minus init (paired slope on the side of 0; the rule before review "
                       "defect 6)": _depth_arm(lz, init, "end", DEPTH_LAZY_PREMISES, paired, cid)[0]}

@@ -9,6 +9,7 @@ counted per network); its control applies the same rule where the effect is abse
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -418,16 +419,31 @@ def depth_sweeps(rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return out
 
 
+def _across_sweeps(parts: dict[str, Verdict]) -> Verdict:
+    """Every depth sweep must hold (``across`` "all"); no sweep: not applicable."""
+    if not parts:
+        return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
+    return cl.across("sweep", parts, quantifier="all")[0]
+
+
+def _every_depth_sweep(part: Callable[[pd.DataFrame, str], Verdict], name: str) -> Callable[[pd.DataFrame], Verdict]:
+    """A decision rule: ``part`` on every depth sweep (each width, each series) of the rows, all must hold."""
+    def rule(rows: pd.DataFrame) -> Verdict:
+        return _across_sweeps({n: part(sub, n) for n, sub in depth_sweeps(rows)})
+    rule.__name__ = name
+    return rule
+
+
+def trained_part(init: str, sub: pd.DataFrame, name: str) -> Verdict:
+    """:func:`depth_part`'s verdict alone (the rule's per-sweep part)."""
+    return depth_part(sub, init, name)[0]
+
+
 def depth_trained_rule(init: str) -> Callable[[pd.DataFrame], Verdict]:
     """depth-init-trained-<init>'s rule (:func:`depth_part`) in every depth sweep (each width, each series)
     of the rows: the trained slope beyond ``init``'s margin. The control applies it to another init's rows."""
-    def rule(rows: pd.DataFrame) -> Verdict:
-        parts = {name: depth_part(sub, init, name)[0] for name, sub in depth_sweeps(rows)}
-        if not parts:
-            return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
-        return cl.across("sweep", parts, quantifier="all")[0]
-    rule.__name__ = f"depth_slope_trained_{TRAINED_SIDE[init]}_{TRAINED_THRESHOLD[init]:+.2f}"
-    return rule
+    return _every_depth_sweep(functools.partial(trained_part, init),
+                              f"depth_slope_trained_{TRAINED_SIDE[init]}_{TRAINED_THRESHOLD[init]:+.2f}")
 
 
 def capped_per_sweep(part: Callable[[pd.DataFrame, str], Verdict], mine: pd.DataFrame, other: pd.DataFrame,
@@ -443,20 +459,13 @@ def capped_per_sweep(part: Callable[[pd.DataFrame, str], Verdict], mine: pd.Data
         key = name.split("_", 1)[1]
         cv = part(theirs[key], name) if key in theirs else not_applicable(f"no {control_init} sweep at {key}")
         parts[name] = cl.with_control(part(sub, name), cl.Control(setting, cv, rule=rule_name))
-    if not parts:
-        return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
-    return cl.across("sweep", parts, quantifier="all")[0]
+    return _across_sweeps(parts)
 
 
 def paired_depth_rule(side: str) -> Callable[[pd.DataFrame], Verdict]:
     """The paired variant (:func:`paired_depth_part`) in every depth sweep of the rows."""
-    def rule(rows: pd.DataFrame) -> Verdict:
-        parts = {name: paired_depth_part(sub, side, name)[0] for name, sub in depth_sweeps(rows)}
-        if not parts:
-            return not_applicable(f"no width swept at >= {MIN_DEPTHS} depths")
-        return cl.across("sweep", parts, quantifier="all")[0]
-    rule.__name__ = f"depth_slope_trained_minus_init_{side}_0"
-    return rule
+    return _every_depth_sweep(lambda sub, name: paired_depth_part(sub, side, name)[0],
+                              f"depth_slope_trained_minus_init_{side}_0")
 
 
 def lecun_nonlazy(f: pd.DataFrame, protocol: str = "target") -> tuple[Verdict, list[cl.Exclusion], dict]:
