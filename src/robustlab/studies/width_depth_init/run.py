@@ -87,7 +87,11 @@ class WidthDepthInitConfig(Config):
                                 "the depth claim at t = 0; fcn only)", ge=0)
     regime: str = param("sgd", "sgd: train with the schedule above; linearised: the network linearised at "
                                "initialisation, solved exactly (min-norm least squares on one-hot targets through "
-                               "the empirical NTK, float64; Thm 1's lazy limit)", choices=("sgd", "linearised"))
+                               "the empirical NTK, float64; Thm 1's lazy limit); alpha: the alpha-scaled network "
+                               "f0 + alpha (f(theta) - f0) trained with the schedule above at lr / alpha^2 on the "
+                               "squared loss, one-hot targets (Chizat et al. 2019's lazy training, fcn, multi)",
+                        choices=("sgd", "linearised", "alpha"))
+    alpha: float = param(1.0, "the output scale alpha of regime=alpha (1: unused otherwise)", gt=0)
 
     def check(self) -> None:
         if self.mc_samples == 1:
@@ -118,15 +122,21 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("loss_marks", list(self.loss_marks), "training losses > 0")
         if self.early_steps and self.stop_at_target:
             raise ConfigError("early_steps", list(self.early_steps), "empty when stop_at_target is true")
-        if self.regime == "linearised" and (self.arch != "fcn" or self.output != "multi"):
+        if self.regime in ("linearised", "alpha") and (self.arch != "fcn" or self.output != "multi"):
             raise ConfigError("regime", self.regime, "sgd unless arch=fcn and output=multi")
+        if self.alpha != 1.0 and self.regime != "alpha":
+            raise ConfigError("alpha", self.alpha, f"1.0 unless regime=alpha (regime={self.regime})")
 
     @property
     def loss(self) -> str:
+        if self.regime == "alpha":  # k outputs, one-hot targets: the loss the linearised arm solves
+            return "sq"
         return "ce" if self.output == "multi" else "mse"
 
     def sgd(self) -> SGDSpec:
-        return SGDSpec(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, momentum=self.momentum,
+        # regime=alpha steps theta at lr / alpha^2: in u = alpha (theta - theta0) that is the linearised
+        # model's gradient descent at rate lr, whatever alpha (Chizat et al. 2019); alpha is 1 otherwise
+        return SGDSpec(epochs=self.epochs, lr=self.lr / self.alpha**2, batch_size=self.batch_size, momentum=self.momentum,
                        decay_start=self.decay_start, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
                        loss=self.loss, target_loss=self.target_loss, target_acc=self.target_acc,
                        stop_at_target=self.stop_at_target)
