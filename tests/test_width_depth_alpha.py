@@ -176,3 +176,47 @@ def test_run_points_alpha_rows_carry_alpha_the_spectral_change_and_the_finite_di
         assert 0 < a["spectral_change_max"] < 0.1 and len(a["spectral_change_layers"]) == 2
         assert a["stability_fd"] > 0 and z["stability_fd"] > 0 and a["cpu_seconds"] > 0
         assert "alpha" not in s and "stability_fd" not in s
+
+
+def _with_alpha_arm(alpha_curve, spectral=0.05, alphas=(10.0, 100.0)):
+    """The planted study table plus alpha rows (finite-difference P ``alpha_curve(m)``, identity P 10x it:
+    the ReLU kinks' inflation) and finite-difference P on the linearised rows (their own curve)."""
+    import pandas as pd
+    from test_width_depth_claims import WIDTHS, _row, synth
+
+    df = synth()
+    lin_rows = df["regime"] == "linearised"
+    df.loc[lin_rows, "stability_fd"] = df.loc[lin_rows, "stability"]
+    df.loc[lin_rows, "stability_fd_init"] = df.loc[lin_rows, "stability_init"]
+    rows = []
+    for a in alphas:
+        for classes in ("[]", "[0, 1]"):
+            for m in WIDTHS:
+                for seed in range(4):
+                    r = _row("he", 2, m, seed, 10 * alpha_curve(m), 1.0, regime="alpha", classes=classes,
+                             plateau=None)
+                    r.update(alpha=a, point=r["point"] + f"|{a}", stability_fd=alpha_curve(m) * (1 + 0.01 * seed),
+                             stability_fd_init=1.0,
+                             spectral_change_max=spectral(m, a) if callable(spectral) else spectral)
+                    rows.append(r)
+    return pd.concat([df, pd.DataFrame(rows)], ignore_index=True)
+
+
+def test_alpha_arm_is_a_reported_variant_of_the_lazy_limit_and_never_its_verdict():
+    from test_width_depth_claims import by_id, falling, moving_peak
+
+    # the spectral premise removes whole widths: at alpha = 10 every width moved > 0.1, nothing is left; at
+    # alpha = 100 the planted peak reads reproduced
+    c = by_id(_with_alpha_arm(lambda m: moving_peak(m, 2), spectral=lambda m, a: 1.0 / a + 0.005))[
+        "width-peak-lazy-limit"]
+    names = [n for n in c.variants if n.startswith("alpha-scaled")]
+    assert len(names) == 2 and [c.variants[n].verdict for n in names] == ["not applicable", "reproduced"]
+    assert c.evidence["alpha_arm"]["alpha=10"]["excluded"][0]["premise"] == "spectral-lazy"
+    # a falling alpha arm (no peak) reads contradicted as a variant; the claim's verdict does not move
+    f = by_id(_with_alpha_arm(falling))["width-peak-lazy-limit"]
+    assert all(f.variants[n].verdict == "contradicted" for n in names)
+    assert f.decision.verdict == c.decision.verdict
+    table = f.evidence["alpha_arm"]["alpha=10"]["table"]["classes=[],n_train=100"]
+    assert table[16]["P_fd_alpha"] == pytest.approx(falling(16) * 1.015, rel=1e-3)
+    assert table[16]["ratio"] == pytest.approx(table[16]["P_fd_alpha"] / table[16]["P_fd_lin"], rel=1e-3)
+    assert 0.8 < table[16]["P_fd_lin"] / moving_peak(16, 2) < 1.2  # the linearised twins' own curve
