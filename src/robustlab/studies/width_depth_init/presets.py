@@ -150,6 +150,9 @@ ALPHA_ARM = {**LAZY_LIMIT, "regime": ["alpha"], "alpha": [10.0, 30.0, 100.0], "l
              "batch_size": [100], "epochs": [2000], "decay_start": [0], "target_acc": [0.0], "early_epoch": [0],
              "mc_samples": [0], "fd_draws": [ALPHA_FD_DRAWS]}
 
+ALPHA_TWIN_STEPS = {**LAZY_LIMIT, "fd_draws": [ALPHA_FD_DRAWS], "lin_steps": ALPHA_ARM["epochs"], "lr": ALPHA_ARM["lr"],
+                    "momentum": ALPHA_ARM["momentum"]}
+
 PAPER_SLICES = {
     # width-peak and width-peak-location, He's sweeps (measured 837 CPU-s, with the control 968)
     "width-he": _width_slice("he"),
@@ -180,7 +183,9 @@ PAPER_SLICES = {
     # width-peak-lazy-limit's paper-scale arm (issue 54; for a GPU): the alpha-scaled He networks trained
     # at lr / alpha^2 on the one-hot squared loss (regime=alpha), beside their linearised twins on the same
     # finite-difference draws. See ALPHA_ARM.
-    "alpha": (ALPHA_ARM, {**LAZY_LIMIT, "fd_draws": [ALPHA_FD_DRAWS]}),
+    # twins: the min-norm solution (the claim's limit) and the linearised network after the arm's own steps
+    # (lin_steps: its limit as alpha grows at finite steps; they differ where Theta is ill-conditioned)
+    "alpha": (ALPHA_ARM, {**LAZY_LIMIT, "fd_draws": [ALPHA_FD_DRAWS]}, ALPHA_TWIN_STEPS),
     # kappa: widths past the training-set size, where lazy training applies; 1000 training points
     # (not 4000) keep three such widths within the budget
     "kappa": ({"init": ["small", "he"], "depth": [2], "width": [256, 1024, 2048, 4096], "n_train": [1000]},),

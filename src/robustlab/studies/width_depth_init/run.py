@@ -95,6 +95,9 @@ class WidthDepthInitConfig(Config):
                                "squared loss, one-hot targets (Chizat et al. 2019's lazy training, fcn, multi)",
                         choices=("sgd", "linearised", "alpha"))
     alpha: float = param(1.0, "the output scale alpha of regime=alpha (1: unused otherwise)", gt=0)
+    lin_steps: int = param(0, "regime=linearised: 0 solves min-norm least squares; > 0 instead takes this many "
+                              "full-batch steps of (heavy-ball) gradient descent at lr, momentum on the linearised "
+                              "network, in closed form: the alpha arm's limit as alpha grows, at its steps", ge=0)
 
     def check(self) -> None:
         if self.mc_samples == 1:
@@ -129,6 +132,8 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("regime", self.regime, "sgd unless arch=fcn and output=multi")
         if self.regime == "alpha" and not self.fd_draws:
             raise ConfigError("fd_draws", self.fd_draws, ">= 1 for regime=alpha (its P is the finite difference)")
+        if self.lin_steps and self.regime != "linearised":
+            raise ConfigError("lin_steps", self.lin_steps, f"0 unless regime=linearised (regime={self.regime})")
         if self.alpha != 1.0 and self.regime != "alpha":
             raise ConfigError("alpha", self.alpha, f"1.0 unless regime=alpha (regime={self.regime})")
 
@@ -698,7 +703,8 @@ def _run_linearised(cfgs: list[WidthDepthInitConfig], dev: torch.device, t0: flo
         net = DeepMLP(data.d, c.width, c.depth, k, init=c.init, gamma=c.gamma if c.init == "small" else None,
                       generators=[make_generator(c.seed, "wdi-init")], dtype=torch.float64, device=dev)
         ws = [W.detach()[0] for W in net.weights]
-        dws, info = lin.solve(ws, x, y)
+        # lin_steps: the linearised network after that many full-batch steps (the alpha arm's twin), else min-norm
+        dws, info = lin.solve(ws, x, y, steps=c.lin_steps, lr=c.lr, momentum=c.momentum)
         scale = c.eps**2 / (data.d + 2)
         p0 = float(lin.input_jacobian_sq(ws, [torch.zeros_like(w) for w in ws], xt).mean()) * scale
         p1 = float(lin.input_jacobian_sq(ws, dws, xt).mean()) * scale
