@@ -33,6 +33,7 @@ PRESETS=(
   "width-depth-init paper-width-he"
   "width-depth-init paper-width-lecun"
   "width-depth-init paper-lazy-limit"
+  "width-depth-init paper-alpha"
   "width-depth-init paper-width-n"
   "width-depth-init paper-depth"
   "width-depth-init paper-depth-lazy"

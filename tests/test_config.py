@@ -75,3 +75,20 @@ def test_describe_lists_every_field():
     names = [d[0] for d in Demo.describe()]
     assert names == Demo.field_names()
     assert any("> 0" in d[3] for d in Demo.describe() if d[0] == "lr")
+
+
+@dataclasses.dataclass(frozen=True)
+class Later(Demo):
+    study = "demo"
+    extra: int = param(0, "a field added after runs were stored", ge=0, since="test")
+
+
+def test_a_field_marked_since_stays_out_of_the_key_at_its_default():
+    # the point a run stored before `extra` existed keeps its key; any other value of it is a new point
+    old = Demo(lr=0.2)
+    assert Later(lr=0.2).key() == old.key() == config_hash(old.to_dict())
+    assert "extra" in Later(lr=0.2).to_dict() and "extra" not in Later(lr=0.2).key_dict()
+    assert Later(lr=0.2, extra=3).key() != old.key()
+    assert Later(lr=0.2, extra=3).key() == config_hash(Later(lr=0.2, extra=3).to_dict())
+    # a field without `since` is always in the key, at its default too
+    assert Demo().key_dict() == Demo().to_dict()

@@ -396,3 +396,21 @@ def test_the_plateau_quantities_are_recorded_and_agree_with_the_epoch_trace():
     short = W.run_points(cfgs(1, width=8, depth=2, epochs=4))[0][-1]
     assert short["loss_drop_last10"] is None and short["acc_change_last10"] is None
     assert short["stability_head_last10"] is None
+
+
+def test_the_alpha_arm_fields_leave_every_stored_points_key_unchanged():
+    """alpha, fd_draws and lin_steps came after the paper slices were stored: at their defaults they stay out
+    of the key, so every preset point without the alpha arm keeps the key it had before them (its dict without
+    the three fields), and the alpha arm's points, which set them, are keyed on them."""
+    from robustlab.config import config_hash
+
+    new = ("alpha", "fd_draws", "lin_steps")
+    study = get_study("width-depth-init")
+    for preset in ("quick", "paper-depth", "paper-lazy-limit"):
+        for c in plan(study, preset=preset).points:
+            d = c.to_dict()
+            if all(d[f] == W.WidthDepthInitConfig().to_dict()[f] for f in new):
+                assert c.key() == config_hash({k: v for k, v in d.items() if k not in new})
+    arm = [c for c in plan(study, preset="paper-alpha").points if c.regime == "alpha"]
+    assert arm and all(c.key() == config_hash(c.key_dict()) and {"alpha", "fd_draws"} <= set(c.key_dict())
+                       for c in arm)

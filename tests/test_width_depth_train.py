@@ -151,10 +151,10 @@ def test_needs_leading_ensemble_dimension():
 
 
 @pytest.mark.parametrize("loss,momentum,stop", [("ce", 0.9, True), ("ce", 0.0, True), ("mse", 0.9, False),
-                                                ("mse", 0.0, False)])
+                                                ("mse", 0.0, False), ("sq", 0.9, True), ("sq", 0.0, False)])
 def test_closed_form_step_equals_autograd(loss, momentum, stop):
     """The DeepMLP fast path (closed-form backward, fused momentum) against autograd, float64:
-    both losses, with and without momentum, with copies frozen at the target."""
+    every loss, with and without momentum, with copies frozen at the target."""
     x, y = toy(n=40)
     k = 3
     if loss == "mse":

@@ -55,13 +55,17 @@ def param(
     lt: float | None = None,
     choices: Sequence[Any] | None = None,
     nonfinite: bool = False,
+    since: str | None = None,
 ) -> Any:
     """A config field with its help text and allowed range (checked at construction).
 
-    Numbers must be finite (no inf or nan) unless ``nonfinite=True``.
+    Numbers must be finite (no inf or nan) unless ``nonfinite=True``. ``since`` marks a field
+    added after runs were stored (the date or issue that added it): at its default it is left
+    out of the point's key (:meth:`Config.key`), so the points of runs stored before it keep
+    their keys and can still be resumed, reused and re-executed.
     """
     meta = {"help": help, "ge": ge, "gt": gt, "le": le, "lt": lt, "choices": choices,
-            "nonfinite": nonfinite}
+            "nonfinite": nonfinite, "since": since}
     if isinstance(default, list):
         default = tuple(default)
     return dataclasses.field(default=default, metadata=meta)
@@ -223,6 +227,15 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def key_dict(self) -> dict[str, Any]:
+        """What identifies the point: every field, but a field marked ``since`` at its default."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if not (f.metadata.get("since") and getattr(self, f.name) == f.default)}
+
+    def key(self) -> str:
+        """The point's key in a store and a manifest: :func:`config_hash` of :meth:`key_dict`."""
+        return config_hash(self.key_dict())
 
     @classmethod
     def from_dict(cls: type[C], data: Mapping[str, Any]) -> C:

@@ -37,7 +37,7 @@ from torch import nn
 from ..config import ConfigError
 
 __all__ = ["INITS", "init_variance", "check_architecture", "DeepMLP", "ConvNet", "ResNet",
-           "VmapEnsemble", "layer_weights"]
+           "VmapEnsemble", "AlphaScaled", "layer_weights"]
 
 INITS = ("lecun", "he", "ntk", "small")
 
@@ -182,6 +182,51 @@ class DeepMLP(nn.Module):
         sub = copy.copy(self)  # the architecture's fields; the module state is rebuilt below
         nn.Module.__init__(sub)
         sub.weights = nn.ParameterList(nn.Parameter(W.detach()[list(idx)].clone()) for W in self.weights)
+        sub.E = len(idx)
+        return sub.train(self.training)
+
+
+class AlphaScaled(nn.Module):
+    """The α-scaled ensemble ``f_α(x; θ) = f(x; θ0) + α (f(x; θ) − f(x; θ0))``, ``(E, N, d) -> (E, N, k)``
+    (lazy training, Chizat, Oyallon & Bach 2019, kept on f(θ0) rather than centred).
+
+    ``net`` (a :class:`DeepMLP`) holds the trainable θ, starting at θ0; a frozen copy of it holds θ0
+    (``requires_grad`` off: a training loop sees θ only). At initialisation ``f_α = f(θ0)`` exactly;
+    to first order in θ − θ0 it is ``f0 + J (α (θ − θ0))``, the model ``studies...linearised`` solves,
+    so trained at rate lr/α² it converges to that model's training as α → ∞, θ moving O(1/α).
+    Deliberately not a :class:`DeepMLP`: its closed forms (``jacobian_fro_sq``, the closed-form
+    SGD step) are ``f(θ)``'s, not ``f_α``'s; everything on this module goes through autograd.
+    ``weights`` are θ's (the per-layer change of θ is the lazy premise).
+    """
+
+    def __init__(self, net: DeepMLP, alpha: float):
+        super().__init__()
+        if not (alpha > 0 and math.isfinite(alpha)):
+            raise ConfigError("alpha", alpha, "a finite value > 0")
+        self.net, self.alpha = net, float(alpha)
+        self.net0 = net.members(range(net.E)).requires_grad_(False)
+        self.E, self.k, self.d, self.width, self.depth = net.E, net.k, net.d, net.width, net.depth
+
+    @property
+    def weights(self) -> nn.ParameterList:
+        return self.net.weights
+
+    def n_params(self) -> int:
+        """Trainable parameters of one copy (θ; θ0 is a constant)."""
+        return self.net.n_params()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f0 = self.net0(x)  # carries its input gradient: ∂f_α/∂x = (1 − α) ∂f(θ0)/∂x + α ∂f(θ)/∂x
+        return f0 + self.alpha * (self.net(x) - f0)
+
+    def member(self, e: int) -> AlphaScaled:
+        return self.members([e])
+
+    def members(self, idx: Sequence[int]) -> AlphaScaled:
+        """Copies ``idx`` (detached copies of θ and θ0), in that order."""
+        sub = copy.copy(self)
+        nn.Module.__init__(sub)
+        sub.net, sub.net0 = self.net.members(idx), self.net0.members(idx).requires_grad_(False)
         sub.E = len(idx)
         return sub.train(self.training)
 

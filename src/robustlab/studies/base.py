@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import claims as claimsmod
 from .. import records, stats
-from ..config import Config, ConfigError, UserError, apply_overrides, config_hash, did_you_mean
+from ..config import Config, ConfigError, UserError, apply_overrides, did_you_mean
 from ..report import html as report_html
 from ..stats import Verdict
 from ..sweep import backends as sweep_backends
@@ -318,7 +318,7 @@ def _resolved(study: Study, preset: str, base: Config, union: list[dict[str, lis
     seen: set[str] = set()
     for overrides in gridmod.expand(union):
         cfg = base.replace(**overrides)
-        key = config_hash(cfg.to_dict())
+        key = cfg.key()
         if key not in seen:
             seen.add(key)
             points.append(cfg)
@@ -348,7 +348,7 @@ def plan_from_manifest(study: Study, manifest: Mapping[str, Any]) -> Plan:
     except ConfigError as exc:
         raise UserError(f"study={study.name!r} is not allowed: its config no longer accepts the "
                         f"recorded run ({exc})") from None
-    if [config_hash(c.to_dict()) for c in p.points] != list(manifest["point_keys"]):
+    if [c.key() for c in p.points] != list(manifest["point_keys"]):
         raise UserError(f"study={study.name!r} is not allowed: its config no longer gives the recorded "
                         "points (a field changed since the run); the run cannot be re-executed exactly")
     return p
@@ -439,7 +439,7 @@ def _check_out(plan_: Plan, out: Path, options: SweepOptions, allow_mixed_code: 
     if manifest_path.exists():
         old = records.read_manifest(manifest_path)
         if old.get("study") != plan_.study.name or old.get("point_keys") != [
-            config_hash(p.to_dict()) for p in plan_.points
+            p.key() for p in plan_.points
         ]:
             raise UserError(f"--out {str(out)!r} holds a different run (study "
                             f"{old.get('study')!r} or another grid): choose a new --out")
@@ -536,7 +536,7 @@ def _execute_locked(plan_: Plan, out: Path, options: SweepOptions, fresh: bool,
             "grid": plan_.grid,
             "seeds": plan_.seeds,
             "n_points": len(plan_.points),
-            "point_keys": [config_hash(p.to_dict()) for p in plan_.points],
+            "point_keys": [p.key() for p in plan_.points],
             "device": options.device,
             "backend": options.backend,
             "workers": options.workers,
@@ -601,7 +601,7 @@ def finished_keys(plan_: Plan, out: Path, options: SweepOptions,
     """Keys of this plan's points that a run into ``out`` would not compute: those ``out``
     holds already (a resumed run; failed ones too unless ``retry_failed``) and those the
     ``--reuse`` ``sources`` (:func:`check_reuse`) hold finished. Reads only."""
-    keys = {config_hash(p.to_dict()) for p in plan_.points}
+    keys = {p.key() for p in plan_.points}
     have: set[str] = set()
     if (out / "manifest.json").is_file() and (out / "store.sqlite").is_file():
         _check_out(plan_, out, options, True)  # another run there is the run's own error

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..config import Config, config_hash
+from ..config import Config
 from ..sweep.backends import execute
 from ..sweep.runner import SweepOptions, group_points, run_sweep
 from ..sweep.store import Store
@@ -80,7 +80,7 @@ def estimate(plan_: Plan, options: SweepOptions, *, samples: int = 3,
     / 2 workers (issue 54; the probes leave out part of a group's measurements).
     """
     study = plan_.study
-    groups = [g for g in ([c for c in g if config_hash(c.to_dict()) not in skip]
+    groups = [g for g in ([c for c in g if c.key() not in skip]
                           for g in group_points(plan_.points, study.ensemble, study.max_ensemble)) if g]
     out: dict[str, Any] = {
         "study": study.name, "points": len(plan_.points), "to_run": sum(len(g) for g in groups),

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from .. import reader, records
-from ..config import Config, UserError, config_hash
+from ..config import Config, UserError
 
 __all__ = ["CHECKPOINT_EVERY_S", "Checkpoint", "folder", "for_group", "progress_of"]
 
@@ -59,7 +59,7 @@ def for_group(cfgs: Sequence[Config], every_s: float | None = None) -> Checkpoin
     sweep keeps none (outside a run directory, on Ray)."""
     if _FOLDER is None:
         return None
-    keys = [config_hash(c.to_dict()) for c in cfgs]
+    keys = [c.key() for c in cfgs]
     name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:24]
     return Checkpoint(_FOLDER / f"{name}.pt", keys, CHECKPOINT_EVERY_S if every_s is None else every_s)
 

@@ -240,7 +240,7 @@ def _storable(rows: list[dict]) -> bool:
 
 def failed_entries(group: list[Config], reason: str, tb: str | None, seconds: float = 0.0) -> list[dict]:
     """Store entries marking every point of a group failed (e.g. its worker died)."""
-    return [{"key": config_hash(c.to_dict()), "params": c.to_dict(), "seconds": seconds,
+    return [{"key": c.key(), "params": c.to_dict(), "seconds": seconds,
              "status": "failed", "rows": [], "reason": reason, "traceback": tb} for c in group]
 
 
@@ -344,7 +344,7 @@ def _run_group(fn: Callable[[list[Config], str], list[Any]], group: list[Config]
     entries = []
     for cfg, out in zip(group, outcomes):
         params = cfg.to_dict()
-        entry: dict[str, Any] = {"key": config_hash(params), "params": params, "seconds": seconds}
+        entry: dict[str, Any] = {"key": cfg.key(), "params": params, "seconds": seconds}
         if isinstance(out, BaseException):
             entry.update(status="failed", rows=[], reason=f"{type(out).__name__}: {out}",
                          traceback="".join(traceback.format_exception(out)))
@@ -422,7 +422,7 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
     skip = done if options.retry_failed else store.keys()
     groups = []
     for g in group_points(points, ensemble, max_group):
-        todo = [p for p in g if config_hash(p.to_dict()) not in skip]
+        todo = [p for p in g if p.key() not in skip]
         if todo:
             groups.append(todo)
     if options.parallel:

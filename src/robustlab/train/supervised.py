@@ -32,7 +32,9 @@ from ..config import ConfigError
 
 __all__ = ["SGDSpec", "TrainLog", "train_supervised", "resume_fits", "evaluate", "lazy_ratios", "member_loss"]
 
-LOSSES = ("ce", "mse")
+# ce: k logits, cross-entropy; mse: one output, ½ (f − y)² on ±1 labels; sq: k outputs, ½ Σ_j (f_j − 1[j = y])²
+# on one-hot targets (the loss whose gradient flow on a linearised network reaches the min-norm least squares)
+LOSSES = ("ce", "mse", "sq")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +152,9 @@ def member_loss(out: torch.Tensor, y: torch.Tensor, loss: str) -> tuple[torch.Te
         f = out[..., 0]
         per = 0.5 * (f - y) ** 2
         correct = torch.sign(f) == y
+    elif loss == "sq":
+        per = 0.5 * (out - F.one_hot(y, k).to(out.dtype)).pow(2).sum(-1)
+        correct = out.argmax(-1) == y
     else:
         raise ConfigError("loss", loss, "one of " + ", ".join(LOSSES))
     return per, correct
@@ -208,7 +213,7 @@ def _mlp_step(weights: Sequence[torch.Tensor], bufs: Sequence[torch.Tensor] | No
     correctness ``(E, b)`` of the batch before the step.
 
     Forward ``h_l = ReLU(h_{l-1} W_l)`` keeping each ``h_l``; the output gradient of the
-    per-copy batch mean is ``(softmax − onehot)/b`` (ce) or ``(f − y)/b`` (mse); backward
+    per-copy batch mean is ``(softmax − onehot)/b`` (ce), ``(f − y)/b`` (mse) or ``(f − onehot)/b`` (sq); backward
     ``δ_{l-1} = (δ_l W_lᵀ) ⊙ 1[h_{l-1} > 0]`` (taken before ``W_l`` moves). The weight
     gradient ``h_{l-1}ᵀ δ_l`` is never stored: with momentum the product accumulates straight
     into the buffer (``b ← μ b + hᵀδ``, one ``baddbmm``), without it straight into the weight
@@ -225,6 +230,9 @@ def _mlp_step(weights: Sequence[torch.Tensor], bufs: Sequence[torch.Tensor] | No
     b = out.shape[1]
     if spec.loss == "ce":
         delta = torch.softmax(out, -1)
+        delta.scatter_add_(-1, yb.unsqueeze(-1), torch.full_like(delta[..., :1], -1.0))
+    elif spec.loss == "sq":  # f − onehot
+        delta = out.clone()
         delta.scatter_add_(-1, yb.unsqueeze(-1), torch.full_like(delta[..., :1], -1.0))
     else:  # mse, k = 1
         delta = out - yb.unsqueeze(-1).to(out.dtype)
@@ -254,7 +262,7 @@ def train_supervised(model: nn.Module, x: torch.Tensor, y: torch.Tensor, spec: S
                      resume: dict | None = None) -> TrainLog:
     """Train the ``E = len(generators)`` copies of ``model`` in place; return the traces.
 
-    ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce``,
+    ``x``: shared training inputs ``(N, ...)``; ``y``: labels ``(N,)`` (int64 for ``ce`` and ``sq``,
     ±1 floats for ``mse``). Copy ``e`` visits the data in the order drawn from
     ``generators[e]`` (CPU generators: the same bits on every device). Parameters must all
     carry the leading ``E`` (as :class:`~robustlab.models.DeepMLP`). The update is

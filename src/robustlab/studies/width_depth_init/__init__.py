@@ -27,7 +27,11 @@ control is the claim's own rule on other runs (:data:`.claims.SPECS`, fixed befo
   the trained curve alone are reported variants.
 * ``width-peak-lazy-limit`` (Thm 1's own regime) — the same rule on networks linearised at
   initialisation and solved exactly (:mod:`.linearised`, ``regime=linearised``); control: the
-  small-init sweep.
+  small-init sweep. Its paper-scale arm (``regime=alpha``, the ``paper-alpha`` slice; reported variants,
+  never the verdict): the α-scaled networks f(θ0) + α (f(θ) − f(θ0)) trained at lr/α² on the one-hot
+  squared loss, every layer within 0.1 of its initialisation in spectral norm, P by finite differences
+  (the identity's mean grows ~α at the ReLU kinks), beside the linearised twins (min-norm, and after the
+  arm's own steps: ``lin_steps``).
 * ``width-peak-location``, ``width-peak-n-train`` (exploratory) — the peak's width against
   depth, and against the training-set size.
 * ``depth-init-at-init`` (self-check) — the closed form at t = 0.

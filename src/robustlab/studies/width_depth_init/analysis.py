@@ -26,6 +26,9 @@ from .run import ACC_FLOOR, WidthDepthInitConfig
 #   ln 2 ≈ 0.69 per layer (depth) and ~1 in log P (the width peak).
 KAPPA_LAZY = 0.3
 FD_TOL = 0.1
+# the alpha arm's lazy premise (issue 54): the largest per-layer relative spectral change of θ, chosen by
+# the issue before any alpha run (f_α's distance from its linearisation is O(that change) of the linear term)
+SPECTRAL_LAZY = 0.1
 N_BOOT = 1000  # bootstrap resamples (percentile 95 % intervals)
 
 PROTOCOLS = {"target": "at equal fit (the first epoch a network reached target_acc)",
@@ -100,12 +103,16 @@ def finals(df: pd.DataFrame) -> pd.DataFrame:
     if "init_draws" not in f.columns or f.empty:
         return f
     text = f[_network_keys(f)].astype(str)
-    order = f["init_draws"].fillna(0).to_numpy()
+    # the row with the most untrained draws first, then the one with finite-difference draws (the alpha arm's
+    # twins, paper-alpha, beside the same linearised network without them, paper): one network, one row
+    order = f["init_draws"].fillna(0).to_numpy() * 1e6
+    if "fd_draws" in f.columns:
+        order = order + pd.to_numeric(f["fd_draws"], errors="coerce").fillna(0).to_numpy()
     keep = ~text.assign(_o=-order).sort_values("_o", kind="stable").drop(columns="_o").duplicated()
     return f.loc[keep.index[keep.to_numpy()]].sort_index()
 
 
-_NOT_NETWORK = {"init_draws", "fd_points", "mc_samples", "mc_points", "mc_init", "mc_depth", "mc_width"}
+_NOT_NETWORK = {"init_draws", "fd_points", "fd_draws", "mc_samples", "mc_points", "mc_init", "mc_depth", "mc_width"}
 
 
 def _network_keys(df: pd.DataFrame) -> list[str]:
@@ -252,6 +259,12 @@ PREMISES: dict[str, cl.Premise] = {
                                                "early_epoch or step t; Thm 3: early training)", _early_open),
     "at-loss": cl.premise_true("at-loss", "fit", "reached the training loss L* (measured the first epoch its "
                                                  "full-pass training loss was at most L*)"),
+    # the alpha arm (regime=alpha, a reported variant of width-peak-lazy-limit; issue 54): every layer of θ
+    # within SPECTRAL_LAZY of its initialisation in spectral norm, every seed of the width (per setting)
+    "spectral-lazy": _per_setting("spectral-lazy", f"every layer's ||W_l - W_l(0)||_2 / ||W_l(0)||_2 <= "
+                                                   f"{SPECTRAL_LAZY:g} at the end (the alpha-scaled network's "
+                                                   "parameters theta; issue 54's per-layer lazy premise)",
+                                  lambda df: _col(df, "spectral_change_max") <= SPECTRAL_LAZY),
     "over-parameterised": cl.Premise("over-parameterised", "width >= the number of training points (kappa, §5.2)",
                                      lambda df: pd.to_numeric(df["width"]) >= pd.to_numeric(df["n_train"])),
 }

@@ -35,6 +35,7 @@ from .analysis import (
     PLATEAU_PREMISES,
     PREMISES,
     PROTOCOLS,
+    SPECTRAL_LAZY,
     _classes,
     _r,
     _table,
@@ -371,8 +372,69 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
                                 "a linearised small init), premises " + ", ".join(LAZY_LIMIT_CONTROL_PREMISES),
           "control_excluded": [e.to_dict() for e in cexc], "control_parts": width_evidence(ck, TRAINED_CURVE)}
     variants = {"D paired with the closed-form E_W P_init (issue 54's second round)": width_peak_rule(k)}
+    alpha_variants, ev_alpha = _alpha_arm(f, lz)
+    variants.update(alpha_variants)
+    if ev_alpha:
+        ev["alpha_arm"] = ev_alpha
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
                   across=cl.across("sweep", parts, quantifier="all")[1] if parts else None)
+
+
+# the alpha arm's premise (reported variants of width-peak-lazy-limit, never its verdict)
+ALPHA_PREMISES = ("spectral-lazy",)
+
+
+def _alpha_arm(f: pd.DataFrame, lz: pd.DataFrame) -> tuple[dict, dict]:
+    """width-peak-lazy-limit's paper-scale arm (issue 54; ``regime=alpha``, the ``paper-alpha`` slice): per
+    alpha, width-peak's rule on the trained curve of the alpha-scaled networks whose every layer stayed within
+    SPECTRAL_LAZY of its initialisation, P by finite differences (``stability_fd``: the alpha network's
+    gradient identity grows ~alpha at ReLU kinks, run._fd_stability). Reported variants, never the verdict;
+    evidence: per sweep and width, the arm's P beside the linearised twins' on the same draws."""
+    al = width_sweep_rows(_regime(_multi(f), "alpha")) if len(f) and "alpha" in f.columns else f.iloc[0:0]
+    if al.empty or "stability_fd" not in al.columns:
+        return {}, {}
+    variants, ev = {}, {}
+    lin_fd = lz.dropna(subset=["stability_fd"]) if "stability_fd" in lz.columns else lz.iloc[0:0]
+    steps = _regime(_multi(f), "linearised-steps")  # the twins after the arm's own steps (lin_steps)
+    steps = steps.dropna(subset=["stability_fd"]) if "stability_fd" in steps.columns else steps.iloc[0:0]
+    for a, rows in al.groupby("alpha"):
+        v = view(rows, "end").assign(stability=lambda d: d["stability_fd"], stability_init=lambda d: d["stability_fd_init"])
+        k, exc = kept(v, ALPHA_PREMISES)
+        name = f"alpha-scaled GD, alpha = {a:g}: finite-difference P, every layer's spectral change <= {SPECTRAL_LAZY:g}"
+        variants[name] = width_peak_rule(k, init_term=TRAINED_CURVE)
+        ev[f"alpha={a:g}"] = {"excluded": [e.to_dict() for e in exc], "table": _alpha_table(v, lin_fd, steps)}
+    return variants, ev
+
+
+def _twin_p(t: pd.DataFrame, x: pd.DataFrame, keys: list[str], text: Callable) -> float:
+    """The mean finite-difference P of the twins in ``t`` of the alpha networks ``x`` (one width of a sweep)."""
+    if t.empty:
+        return float("nan")
+    first = x.iloc[0]
+    t = t[(t["width"] == first["width"]) & (t["init"] == first["init"]) & (t["depth"] == first["depth"]) &
+          np.logical_and.reduce([text(t[c]) == text(x[c]).iloc[0] for c in keys])]
+    return float(pd.to_numeric(t["stability_fd"]).mean()) if len(t) else float("nan")
+
+
+def _alpha_table(v: pd.DataFrame, lin_fd: pd.DataFrame, lin_steps: pd.DataFrame) -> dict:
+    """Per sweep (class set, n_train) and width: the alpha arm's mean finite-difference P, the linearised twins'
+    on the same draws (same seeds: the min-norm solution, and after the arm's own steps), the ratios, the largest
+    per-layer spectral change (median over seeds) and the training loss (½ Σ_j, mean over points)."""
+    out = {}
+    keys = [c for c in ("classes", "n_train") if c in v.columns]
+    def text(x: pd.Series) -> pd.Series:  # n_train may come back as a float from a table with gaps
+        return x.map(lambda u: str(int(u)) if isinstance(u, float) and u.is_integer() else str(u))
+    for name, s in v.groupby([text(v[c]) for c in keys]):
+        tab = {}
+        for m, x in s.groupby("width"):
+            p = float(x["stability_fd"].mean())
+            p_lin, p_steps = (_twin_p(t, x, keys, text) for t in (lin_fd, lin_steps))
+            tab[int(m)] = {"P_fd_alpha": _r(p), "P_fd_lin": _r(p_lin), "ratio": _r(p / p_lin) if p_lin > 0 else None,
+                           "P_fd_lin_steps": _r(p_steps), "ratio_steps": _r(p / p_steps) if p_steps > 0 else None,
+                           "spectral_change_max_median": _r(pd.to_numeric(x["spectral_change_max"]).median(), 3),
+                           "train_loss": _r(x["train_loss"].mean(), 3)}
+        out[",".join(f"{c}={n}" for c, n in zip(keys, name if isinstance(name, tuple) else (name,)))] = tab
+    return out
 
 
 def _lazy_table(k: pd.DataFrame) -> dict:

@@ -92,9 +92,16 @@ def _multi(f: pd.DataFrame) -> pd.DataFrame:
 # width
 
 def _regime(f: pd.DataFrame, regime: str) -> pd.DataFrame:
-    """The rows of one regime (``sgd`` when the results predate the field)."""
+    """The rows of one regime (``sgd`` when the results predate the field). ``linearised``: the min-norm
+    solutions only; the finite-step ones (``lin_steps`` > 0, the alpha arm's twins) are ``linearised-steps``."""
     if "regime" not in f.columns:
         return f if regime == "sgd" else f.iloc[0:0]
+    steps = pd.to_numeric(f["lin_steps"], errors="coerce").fillna(0) if "lin_steps" in f.columns \
+        else pd.Series(0, index=f.index)
+    if regime == "linearised-steps":
+        return f[(f["regime"] == "linearised") & (steps > 0)]
+    if regime == "linearised":
+        return f[(f["regime"] == "linearised") & (steps == 0)]
     return f[f["regime"].fillna("sgd") == regime]
 
 

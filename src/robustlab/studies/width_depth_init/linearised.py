@@ -20,7 +20,7 @@ import math
 
 import torch
 
-__all__ = ["mlp", "ntk", "solve", "linearised", "input_jacobian_sq", "RCOND"]
+__all__ = ["mlp", "ntk", "solve", "fitted_share", "linearised", "input_jacobian_sq", "RCOND"]
 
 # eigenvalues of Θ below RCOND · λ_max are treated as 0 (the pseudo-inverse): float64 keeps
 # ~1e-16 relative accuracy, and Θ's condition number at the interpolation width reaches ~1e8
@@ -69,16 +69,36 @@ def ntk(ws: list[torch.Tensor], x: torch.Tensor, x2: torch.Tensor | None = None)
     return out
 
 
-def solve(ws: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, *, rcond: float = RCOND
-          ) -> tuple[list[torch.Tensor], dict[str, float]]:
+def fitted_share(lam: torch.Tensor, n: int, *, steps: int, lr: float, momentum: float = 0.0) -> torch.Tensor:
+    """Per NTK eigenvalue ``λ``, the share ``1 − ρ_T(λ)`` of the training residual's component along it that
+    ``steps`` full-batch steps of heavy-ball gradient descent fit on the linearised network (PyTorch's SGD: ``b ←
+    μ b + g``, ``θ ← θ − lr b``; loss the mean over the ``n`` points of ½‖f − y‖², so a step moves the outputs
+    by ``−(lr/n) Θ b``): per mode ``β_{t+1} = μ β_t + e_t``, ``e_{t+1} = e_t − (lr λ / n) β_{t+1}``, ``ρ_T = e_T /
+    e_0``. 1 − ρ_T → 1 as T → ∞ for a stable rate (the min-norm solve)."""
+    h = lr * lam / n
+    beta, e = torch.zeros_like(lam), torch.ones_like(lam)
+    for _ in range(steps):
+        beta = momentum * beta + e
+        e = e - h * beta
+    return 1.0 - e
+
+
+def solve(ws: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, *, rcond: float = RCOND, steps: int = 0,
+          lr: float = 0.0, momentum: float = 0.0) -> tuple[list[torch.Tensor], dict[str, float]]:
     """The minimum-norm least-squares step ``Δθ = Jᵀ Θ⁺ (Y − f₀(X))`` per layer, and facts about
-    the solve (``rank`` of Θ kept, its smallest kept eigenvalue, ``|Δθ| / |θ₀|``)."""
+    the solve (``rank`` of Θ kept, its smallest kept eigenvalue, ``|Δθ| / |θ₀|``).
+
+    ``steps > 0``: instead the step that ``steps`` full-batch (heavy-ball) gradient steps at ``lr`` take on
+    the linearised network from Δθ = 0, ``Δθ_T = Jᵀ U diag((1 − ρ_T(λ)) / λ) Uᵀ r`` (:func:`fitted_share`):
+    the α-scaled network's limit as α → ∞ at the same steps (lazy training, Chizat et al. 2019)."""
     ws = [w.detach() for w in ws]
     r = (y - mlp(ws, x)).reshape(-1)
     theta = ntk(ws, x)
     lam, u = torch.linalg.eigh(theta)
     keep = lam > rcond * lam.max().clamp_min(torch.finfo(lam.dtype).tiny)
-    alpha = u[:, keep] @ ((u[:, keep].T @ r) / lam[keep])
+    gain = 1.0 / lam[keep] if not steps else \
+        fitted_share(lam[keep], len(x), steps=steps, lr=lr, momentum=momentum) / lam[keep]
+    alpha = u[:, keep] @ ((u[:, keep].T @ r) * gain)
     wr = [w.clone().requires_grad_(True) for w in ws]
     out = mlp(wr, x)
     grads = torch.autograd.grad((out * alpha.reshape(out.shape)).sum(), wr)  # Jᵀ α, layer by layer

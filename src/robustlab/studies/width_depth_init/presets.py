@@ -136,6 +136,23 @@ def _width_slice(init: str) -> tuple[dict, ...]:
             {"init": ["small"], "depth": [2], "width": [2**i for i in range(11)]})
 
 
+# The alpha arm (wdi8, chosen before any run read P): the lazy limit's setting (He, depth 2, widths 1-1024,
+# n = 100, k = 10 and 2) at alpha in {10, 30, 100}; full-batch gradient descent (the object the lazy-training
+# theory describes: no minibatch noise) with heavy-ball momentum 0.9 and a constant rate. The rate: the NTK's
+# top eigenvalue over n is 0.02-6.4 over these widths and seeds 0-4 (mnist5k 28x28, n = 100; measured from
+# the kernel, not from P), so 0.25 keeps lr lambda_max / n <= 1.6 < 2 (1 + momentum) everywhere; 2000 steps
+# at the effective rate 0.25 / (1 - 0.9) = 2.5 fit every kernel direction with lambda / n >~ 2e-4 (the wide
+# networks' smallest are ~1e-3; near the interpolation width they reach 1e-10, which no finite run fits:
+# the arm's gap to the min-norm solution there is the finite-steps effect, not laziness). P is the finite
+# difference (fd_draws: the alpha network's gradient identity is not its limit's; run._fd_stability).
+ALPHA_FD_DRAWS = 4
+ALPHA_ARM = {**LAZY_LIMIT, "regime": ["alpha"], "alpha": [10.0, 30.0, 100.0], "lr": [0.25], "momentum": [0.9],
+             "batch_size": [100], "epochs": [2000], "decay_start": [0], "target_acc": [0.0], "early_epoch": [0],
+             "mc_samples": [0], "fd_draws": [ALPHA_FD_DRAWS]}
+
+ALPHA_TWIN_STEPS = {**LAZY_LIMIT, "fd_draws": [ALPHA_FD_DRAWS], "lin_steps": ALPHA_ARM["epochs"], "lr": ALPHA_ARM["lr"],
+                    "momentum": ALPHA_ARM["momentum"]}
+
 PAPER_SLICES = {
     # width-peak and width-peak-location, He's sweeps (measured 837 CPU-s, with the control 968)
     "width-he": _width_slice("he"),
@@ -163,6 +180,12 @@ PAPER_SLICES = {
                  "loss_marks": [LOSS_MARKS]},
                 {**THM3_BLOCK, "width": [2**i for i in range(4, 13, 2)], SEEDS_KEY: [THM3_PAPER_SEEDS]},
                 {**THM3_CONTROL, "width": [2**i for i in range(4, 13, 2)], SEEDS_KEY: [THM3_PAPER_SEEDS]}),
+    # width-peak-lazy-limit's paper-scale arm (issue 54; for a GPU): the alpha-scaled He networks trained
+    # at lr / alpha^2 on the one-hot squared loss (regime=alpha), beside their linearised twins on the same
+    # finite-difference draws. See ALPHA_ARM.
+    # twins: the min-norm solution (the claim's limit) and the linearised network after the arm's own steps
+    # (lin_steps: its limit as alpha grows at finite steps; they differ where Theta is ill-conditioned)
+    "alpha": (ALPHA_ARM, {**LAZY_LIMIT, "fd_draws": [ALPHA_FD_DRAWS]}, ALPHA_TWIN_STEPS),
     # kappa: widths past the training-set size, where lazy training applies; 1000 training points
     # (not 4000) keep three such widths within the budget
     "kappa": ({"init": ["small", "he"], "depth": [2], "width": [256, 1024, 2048, 4096], "n_train": [1000]},),

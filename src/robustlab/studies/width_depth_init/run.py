@@ -17,7 +17,7 @@ from ...data import load_images
 from ...data.images import SHAPES, Split
 from ...errors import NumericalError
 from ...metrics import perturbation_stability
-from ...models.deep import INITS, ConvNet, DeepMLP, ResNet, VmapEnsemble
+from ...models.deep import INITS, AlphaScaled, ConvNet, DeepMLP, ResNet, VmapEnsemble
 from ...models.ensemble import Flat, fold
 from ...papers import WIDTH_DEPTH_INIT
 from ...sweep import checkpoint
@@ -34,6 +34,11 @@ ARCHS = ("fcn", "cnn", "resnet")
 ACC_FLOOR = 0.9  # end-of-schedule protocol: a seed "trained" when its training accuracy is at least this
 MIN_WIDTHS = 4  # a width curve needs this many widths to show a peak
 MIN_DEPTHS = 3  # a depth curve needs this many depths for a slope with an interval
+
+
+# the alpha arm's fields (issue 54): at their defaults they stay out of a point's key, so the runs stored
+# before them (every paper slice) keep their keys and can be resumed, reused and re-executed
+ALPHA_ARM_SINCE = "2026-11-28, issue 54's alpha arm"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,11 +88,23 @@ class WidthDepthInitConfig(Config):
     fd_points: int = param(100, "held-out points for the finite-difference check of the linear formula "
                                 "(one delta each, at every measurement; 0: off, and the per-layer spectral change "
                                 "with it)", ge=0)
+    fd_draws: int = param(0, "draws of delta per held-out point for P by finite differences, E|f(x+delta) - "
+                              "f(x)|^2 (stability_fd, at init and the end; 0: off; regime=alpha needs it: its "
+                              "gradient identity is not its lazy limit's)", ge=0, since=ALPHA_ARM_SINCE)
     init_draws: int = param(0, "extra networks per seed drawn at initialisation only (stability at init, "
                                 "the depth claim at t = 0; fcn only)", ge=0)
     regime: str = param("sgd", "sgd: train with the schedule above; linearised: the network linearised at "
                                "initialisation, solved exactly (min-norm least squares on one-hot targets through "
-                               "the empirical NTK, float64; Thm 1's lazy limit)", choices=("sgd", "linearised"))
+                               "the empirical NTK, float64; Thm 1's lazy limit); alpha: the alpha-scaled network "
+                               "f0 + alpha (f(theta) - f0) trained with the schedule above at lr / alpha^2 on the "
+                               "squared loss, one-hot targets (Chizat et al. 2019's lazy training, fcn, multi)",
+                        choices=("sgd", "linearised", "alpha"))
+    alpha: float = param(1.0, "the output scale alpha of regime=alpha (1: unused otherwise)", gt=0,
+                         since=ALPHA_ARM_SINCE)
+    lin_steps: int = param(0, "regime=linearised: 0 solves min-norm least squares; > 0 instead takes this many "
+                              "full-batch steps of (heavy-ball) gradient descent at lr, momentum on the linearised "
+                              "network, in closed form: the alpha arm's limit as alpha grows, at its steps", ge=0,
+                           since=ALPHA_ARM_SINCE)
 
     def check(self) -> None:
         if self.mc_samples == 1:
@@ -118,15 +135,25 @@ class WidthDepthInitConfig(Config):
             raise ConfigError("loss_marks", list(self.loss_marks), "training losses > 0")
         if self.early_steps and self.stop_at_target:
             raise ConfigError("early_steps", list(self.early_steps), "empty when stop_at_target is true")
-        if self.regime == "linearised" and (self.arch != "fcn" or self.output != "multi"):
+        if self.regime in ("linearised", "alpha") and (self.arch != "fcn" or self.output != "multi"):
             raise ConfigError("regime", self.regime, "sgd unless arch=fcn and output=multi")
+        if self.regime == "alpha" and not self.fd_draws:
+            raise ConfigError("fd_draws", self.fd_draws, ">= 1 for regime=alpha (its P is the finite difference)")
+        if self.lin_steps and self.regime != "linearised":
+            raise ConfigError("lin_steps", self.lin_steps, f"0 unless regime=linearised (regime={self.regime})")
+        if self.alpha != 1.0 and self.regime != "alpha":
+            raise ConfigError("alpha", self.alpha, f"1.0 unless regime=alpha (regime={self.regime})")
 
     @property
     def loss(self) -> str:
+        if self.regime == "alpha":  # k outputs, one-hot targets: the loss the linearised arm solves
+            return "sq"
         return "ce" if self.output == "multi" else "mse"
 
     def sgd(self) -> SGDSpec:
-        return SGDSpec(epochs=self.epochs, lr=self.lr, batch_size=self.batch_size, momentum=self.momentum,
+        # regime=alpha steps theta at lr / alpha^2: in u = alpha (theta - theta0) that is the linearised
+        # model's gradient descent at rate lr, whatever alpha (Chizat et al. 2019); alpha is 1 otherwise
+        return SGDSpec(epochs=self.epochs, lr=self.lr / self.alpha**2, batch_size=self.batch_size, momentum=self.momentum,
                        decay_start=self.decay_start, lr_step=self.lr_step, lr_gamma=self.lr_gamma,
                        loss=self.loss, target_loss=self.target_loss, target_acc=self.target_acc,
                        stop_at_target=self.stop_at_target)
@@ -203,7 +230,9 @@ def point_flops(cfg: WidthDepthInitConfig) -> float | None:
         return 2.0 * nk * nk * cfg.width * cfg.depth + 10.0 * nk**3
     side, k = cfg.size or shape.side, len(cfg.classes) or shape.classes
     dims = [shape.channels * side * side] + [cfg.width] * (cfg.depth - 1) + [1 if cfg.output == "single" else k]
-    return 6.0 * _n_train(cfg) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
+    # regime=alpha: the frozen θ0's forward pass beside θ's forward and backward (2 more per weight)
+    per = 8.0 if cfg.regime == "alpha" else 6.0
+    return per * _n_train(cfg) * sum(a * b for a, b in zip(dims, dims[1:])) * cfg.epochs
 
 
 def _n_train(cfg: WidthDepthInitConfig) -> int:
@@ -246,14 +275,17 @@ def probe_point(cfg: WidthDepthInitConfig, steps: int) -> WidthDepthInitConfig |
 # running a point
 
 def build_model(cfgs: list[WidthDepthInitConfig], data: Split, device: torch.device) -> torch.nn.Module:
-    """The E seeds of one point as one ensemble model ``(E, N, ...) -> (E, N, k)``."""
+    """The E seeds of one point as one ensemble model ``(E, N, ...) -> (E, N, k)`` (regime=alpha: the
+    :class:`~robustlab.models.deep.AlphaScaled` wrapper of the same networks)."""
     base = cfgs[0]
     k = 1 if base.output == "single" else data.n_classes
     gens = [make_generator(c.seed, "wdi-init") for c in cfgs]
     gamma = base.gamma if base.init == "small" else None
     if base.arch == "fcn":
-        return DeepMLP(data.d, base.width, base.depth, k, init=base.init, gamma=gamma, generators=gens,
-                       dtype=data.x_train.dtype, device=device)
+        net = DeepMLP(data.d, base.width, base.depth, k, init=base.init, gamma=gamma, generators=gens,
+                      dtype=data.x_train.dtype, device=device)
+        # regime=alpha: the same initial network, α-scaled around its initialisation (f_α(θ0) = f(θ0))
+        return AlphaScaled(net, base.alpha) if base.regime == "alpha" else net
     cls = ConvNet if base.arch == "cnn" else ResNet
     nets = [cls(data.x_train.shape[1], base.width, base.depth, k, init=base.init, gamma=gamma, generator=g)
             for g in gens]
@@ -340,13 +372,7 @@ def _fd_ratio(model: torch.nn.Module, x: torch.Tensor, eps: float, gens: list[to
     from ``gens[e]``. 1 where the network is linear on every segment x → x + δ; the stability
     P measures the right side only (the ``fd-linear`` premise bounds the gap)."""
     E = len(gens)
-    n, D = len(x), x[0].numel()
-    deltas = []
-    for g in gens:
-        u = torch.randn(n, D, generator=g, dtype=torch.float64)
-        r = eps * torch.rand(n, 1, generator=g, dtype=torch.float64) ** (1.0 / D)
-        deltas.append(u / u.norm(dim=1, keepdim=True) * r)
-    de = torch.stack(deltas).to(x.dtype).reshape(E, *x.shape).to(x.device)
+    de = _ball_draws(x, eps, gens)
     with torch.no_grad():
         if isinstance(model, DeepMLP):
             xe = x.expand(E, *x.shape)
@@ -356,6 +382,39 @@ def _fd_ratio(model: torch.nn.Module, x: torch.Tensor, eps: float, gens: list[to
             f0, jd = torch.func.jvp(model, (xe,), (de,))
         diff = model(xe + de) - f0
     return (diff.double().pow(2).sum((1, 2)) / jd.double().pow(2).sum((1, 2))).cpu()
+
+
+def _ball_draws(x: torch.Tensor, eps: float, gens: list[torch.Generator]) -> torch.Tensor:
+    """One ``δ ~ U(B₂(0, ε))`` per point of ``x`` for every copy, copy ``e``'s drawn on the CPU from
+    ``gens[e]``, ``(E, *x.shape)`` in ``x``'s dtype and device."""
+    n, D = len(x), x[0].numel()
+    deltas = []
+    for g in gens:
+        u = torch.randn(n, D, generator=g, dtype=torch.float64)
+        r = eps * torch.rand(n, 1, generator=g, dtype=torch.float64) ** (1.0 / D)
+        deltas.append(u / u.norm(dim=1, keepdim=True) * r)
+    return torch.stack(deltas).to(x.dtype).reshape(len(gens), *x.shape).to(x.device)
+
+
+def _fd_stability(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, eps: float,
+                  gens: list[torch.Generator], draws: int) -> torch.Tensor:
+    """``E_x E_δ ‖f(x + δ) − f(x)‖²``, ``δ ~ U(B₂(0, ε))``, per copy ``(E,)`` float64 (Def. 1 without the
+    linearisation in x; Monte Carlo, ``draws`` per point of ``x``), ``f: (E, N, d) -> (E, N, k)``.
+
+    The α-arm's stability: its input gradient is not the linearised network's, however large α. A ReLU
+    unit whose sign at x flipped while θ moved O(1/α) leaves f_α = f(θ0) + α (f(θ) − f(θ0)) with a slab
+    of width O(1/α) around x where ‖J_x f_α‖ is O(α): the identity ε² E‖J_x f_α‖²/(d + 2) grows ~α in
+    the mean (measured: 1.5x, 6x and 60x the linearised P at α = 10, 100, 1000, width 64, while the
+    median point converges), but the function moves across such a slab by O(1) only and f_α → f_lin,
+    so this finite difference converges to the linearised network's (tests/test_width_depth_alpha.py)."""
+    E = len(gens)
+    xe = x.expand(E, *x.shape)
+    tot = torch.zeros(E, dtype=torch.float64)
+    with torch.no_grad():
+        f0 = f(xe)
+        for _ in range(draws):
+            tot += (f(xe + _ball_draws(x, eps, gens)) - f0).double().pow(2).sum(-1).mean(1).cpu()
+    return tot / draws
 
 
 def _mlp_jvp(model: DeepMLP, x: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -374,6 +433,10 @@ def _mlp_jvp(model: DeepMLP, x: torch.Tensor, v: torch.Tensor) -> tuple[torch.Te
 
 def _fd_gens(cfgs: list[WidthDepthInitConfig], when: str) -> list[torch.Generator]:
     return [make_generator(c.seed, "wdi-fd", when) for c in cfgs]
+
+
+def _fd_p_gens(cfgs: list[WidthDepthInitConfig], when: str) -> list[torch.Generator]:
+    return [make_generator(c.seed, "wdi-fd-p", when) for c in cfgs]
 
 
 def _init_draws(cfgs: list[WidthDepthInitConfig], data: Split, dev: torch.device, act: int
@@ -539,10 +602,19 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
     # floats of one hidden activation per point (a CNN's channels at every pixel)
     act = base.width if base.arch == "fcn" else base.width * data.x_test[0, 0].numel()
     m0 = _measure(model, data, base, E, act, _fd_gens(cfgs, "init"), train=False)
-    w0 = [W.detach().clone() for W in model.weights] if isinstance(model, DeepMLP) else None
+    # P by finite differences beside the identity (fd_draws; regime=alpha's P, see _fd_stability), at init and
+    # the end, on the same draws as the linearised twin's (seed, "wdi-fd-p", moment)
+    fd0 = _fd_stability(model, data.x_test, base.eps, _fd_p_gens(cfgs, "init"), base.fd_draws) \
+        if base.fd_draws else None
+    # regime=alpha: θ's weights (AlphaScaled.weights), whose change is the lazy premise of f_α. Every
+    # measurement below is f_α's: AlphaScaled is not a DeepMLP, so the stability, the finite-difference
+    # ratio (torch.func.jvp, not _mlp_jvp) and the Monte Carlo estimate take their autograd paths
+    w0 = [W.detach().clone() for W in model.weights] if isinstance(model, (DeepMLP, AlphaScaled)) else None
     draws = _init_draws(cfgs, data, dev, act)
     log, at, early, t_train = _train(cfgs, model, data, act)
     end = _measure(model, data, base, E, act, _fd_gens(cfgs, "end"), head=PLATEAU_POINTS)
+    fd1 = _fd_stability(model, data.x_test, base.eps, _fd_p_gens(cfgs, "end"), base.fd_draws) \
+        if base.fd_draws else None
     # with the finite-difference check off (fd_points=0, as --dry-run's probes), the per-layer
     # spectral change is off too: both check the linear regime, and its float64 SVDs dominate a probe
     spec_change = spectral_change(w0, list(model.weights)) if w0 is not None and base.fd_points else None
@@ -592,6 +664,10 @@ def run_points(cfgs: list[WidthDepthInitConfig], device: str = "cpu") -> list:
                  "outputs": 1 if c.output == "single" else data.n_classes,
                  "seconds": seconds, "train_seconds": t_train, "train_gflop": gflop,
                  "gflops": ens_gflop / t_train if ens_gflop is not None and t_train > 0 else None}
+        if c.regime == "alpha":  # the scale and the rate θ stepped at (lr / α²)
+            final.update(alpha=c.alpha, lr_theta=c.lr / c.alpha**2)
+        if fd1 is not None:
+            final.update(stability_fd=_finite(fd1[e]), stability_fd_init=_finite(fd0[e]))
         if "stability" in early:
             final.update(early_epoch=c.early_epoch, stability_early=float(early["stability"][e]),
                          train_loss_early=float(early["train_loss"][e]),
@@ -634,18 +710,26 @@ def _run_linearised(cfgs: list[WidthDepthInitConfig], dev: torch.device, t0: flo
         net = DeepMLP(data.d, c.width, c.depth, k, init=c.init, gamma=c.gamma if c.init == "small" else None,
                       generators=[make_generator(c.seed, "wdi-init")], dtype=torch.float64, device=dev)
         ws = [W.detach()[0] for W in net.weights]
-        dws, info = lin.solve(ws, x, y)
+        # lin_steps: the linearised network after that many full-batch steps (the alpha arm's twin), else min-norm
+        dws, info = lin.solve(ws, x, y, steps=c.lin_steps, lr=c.lr, momentum=c.momentum)
         scale = c.eps**2 / (data.d + 2)
         p0 = float(lin.input_jacobian_sq(ws, [torch.zeros_like(w) for w in ws], xt).mean()) * scale
         p1 = float(lin.input_jacobian_sq(ws, dws, xt).mean()) * scale
         with torch.no_grad():
             ftr, fte = lin.linearised(ws, dws, x), lin.linearised(ws, dws, xt)
+        # P by finite differences on the alpha arm's draws (its limit as alpha grows; see _fd_stability)
+        fd = {} if not c.fd_draws else {
+            "stability_fd_init": float(_fd_stability(lambda xe, ws=ws: lin.mlp(ws, xe[0])[None], xt, c.eps,
+                                                     _fd_p_gens([c], "init"), c.fd_draws)[0]),
+            "stability_fd": float(_fd_stability(lambda xe, ws=ws, dws=dws: lin.linearised(ws, dws, xe[0])[None],
+                                                xt, c.eps, _fd_p_gens([c], "end"), c.fd_draws)[0])}
         yt = torch.nn.functional.one_hot(data.y_test.long(), k).double()
         final = {"kind": "final", "epoch": 0, "stability": p1, "stability_init": p0,
                  "train_loss": float((ftr - y).pow(2).sum(1).mean()), "test_loss": float((fte - yt).pow(2).sum(1).mean()),
                  "train_acc": float((ftr.argmax(1) == data.y_train.long()).double().mean()),
                  "test_acc": float((fte.argmax(1) == data.y_test.long()).double().mean()),
                  "grad_norm2": p1 * (data.d + 2) / c.eps**2, "reached_target": None, "fd_ratio": None,
+                 **fd,
                  "ntk_rank": info["rank"], "ntk_size": info["size"], "ntk_lambda_min": info["lambda_min_kept"],
                  "param_shift": info["param_shift"], "n_params": net.n_params(), "n_train": len(x), "n_test": len(xt),
                  "d": data.d, "outputs": k, "seconds": time.perf_counter() - t0, "train_seconds": 0.0}
