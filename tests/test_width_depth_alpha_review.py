@@ -29,7 +29,7 @@ WIDTHS = tuple(2**i for i in range(11))  # paper-alpha's 1 .. 1024
 SEEDS = 5
 SWEEPS = (("[]", 10, 1000), ("[0, 1]", 2, 200))  # classes, outputs, n_test (paper-alpha's two sweeps)
 PEAK_AT = {10: 16, 2: 4}  # the lazy limit's peak (notes/wdi8.md: k = 10 at 16, k = 2 at 4)
-ALPHA = "alpha-scaled GD, alpha = {:g}"
+ALPHA = "alpha-scaled GD, alpha = {:g}:"
 
 
 def peak(m: float, k: int) -> float:
