@@ -401,9 +401,26 @@ def _alpha_arm(f: pd.DataFrame, lz: pd.DataFrame) -> tuple[dict, dict]:
         v = view(rows, "end").assign(stability=lambda d: d["stability_fd"], stability_init=lambda d: d["stability_fd_init"])
         k, exc = kept(v, ALPHA_PREMISES)
         name = f"alpha-scaled GD, alpha = {a:g}: finite-difference P, every layer's spectral change <= {SPECTRAL_LAZY:g}"
-        variants[name] = width_peak_rule(k, init_term=TRAINED_CURVE)
+        variants[name] = _alpha_rule(v, k)
         ev[f"alpha={a:g}"] = {"excluded": [e.to_dict() for e in exc], "table": _alpha_table(v, lin_fd, steps)}
     return variants, ev
+
+
+def _alpha_rule(v: pd.DataFrame, k: pd.DataFrame) -> Verdict:
+    """One alpha's variant: width-peak's rule on the trained curve of the kept networks ``k``, with width-peak's
+    coverage per sweep (review ref5): the spectral premise removes the widths that move most, which at finite
+    alpha are the narrow, rising side (paper-alpha, 2 classes: widths 1-8 at alpha = 30, width 1 at alpha = 100).
+    A sweep that lost an end (either side of the peak) is excluded by name, never read as "no peak"; the
+    other sweeps decide; every sweep lost -> not applicable, naming the premise."""
+    sweeps = _sweeps(v)  # named on all rows: a sweep's name must not change when the premise empties another
+    lost = {n: _coverage(s, _premise_objs(ALPHA_PREMISES), axis="width", shape="peak", min_per_value=2)
+            for n, s in sweeps}
+    lost = {n: c.reason for n, c in lost.items() if c is not None}
+    mine = {n: k[k.index.isin(s.index)] for n, s in sweeps if n not in lost}
+    parts = {n: peak_part(s, n, TRAINED_CURVE)[0] for n, s in mine.items() if s["width"].nunique() >= 2}
+    if not parts and not lost:
+        return not_applicable("no width sweep with >= 2 widths")
+    return cl.across("sweep", parts, quantifier="all", outside=lost)[0]
 
 
 def _twin_p(t: pd.DataFrame, x: pd.DataFrame, keys: list[str], text: Callable) -> float:
