@@ -58,13 +58,22 @@ def _base(m, seed, classes, k, n_test, regime, **kw) -> dict:
             "fd_ratio": 1.0, **kw}
 
 
+def control_rows(curve) -> list[dict]:
+    """The claim's control: the small init's depth-2 SGD width sweep (non-lazy), P = ``curve``."""
+    return [_base(m, s, classes, k, n_test, "sgd", init="small", point=f"small|{m}|{classes}",
+                  stability=curve(m, k) * (1 + 0.02 * s), stability_init=flat(m, k), kappa=5.0, fd_ratio=1.0,
+                  lin_steps=0, fd_draws=0, alpha=1.0)
+            for classes, k, n_test in SWEEPS for m in WIDTHS for s in range(SEEDS)]
+
+
 def table(curve, spectral=lambda m, k, a: 0.01, alphas=(10.0, 30.0, 100.0), init=flat, seeds=SEEDS,
-          lin=peak, noise=0.1) -> pd.DataFrame:
+          lin=peak, noise=0.1, control=falling) -> pd.DataFrame:
     """Final rows: the min-norm linearised twins (P = ``lin``, the claim's verdict) and the alpha arm per
     alpha (P_fd = ``curve``, P_fd at init = ``init``, largest per-layer spectral change ``spectral``), each
-    seed's P a fixed log-normal factor (sd ``noise``) off the curve."""
+    seed's P a fixed log-normal factor (sd ``noise``) off the curve; with the claim's control sweep (P =
+    ``control``; falling by default: a working control) unless ``control`` is None."""
     rng = np.random.default_rng(0)
-    rows = []
+    rows = control_rows(control) if control is not None else []
     for classes, k, n_test in SWEEPS:
         for m in WIDTHS:
             for s in range(seeds):
@@ -115,14 +124,8 @@ def test_monotone_or_flat_alpha_arm_never_reads_reproduced(curve, expect):
 def test_the_claim_verdict_control_can_pass_when_the_effect_is_planted_in_its_setting():
     """width-peak-lazy-limit's own control (the small init's SGD sweep, non-lazy): with a peak planted in
     it the control reads reproduced and the claim does not discriminate -- the control can pass."""
-    df = table(peak)
-    rows = []
-    for classes, k, n_test in SWEEPS:
-        for m in WIDTHS:
-            for s in range(SEEDS):
-                rows.append(_base(m, s, classes, k, n_test, "sgd", init="small", point=f"small|{m}|{classes}",
-                                  stability=peak(m, k) * (1 + 0.02 * s), stability_init=flat(m, k), kappa=5.0,
-                                  fd_ratio=1.0, lin_steps=0, fd_draws=0, alpha=1.0))
+    df = table(peak, control=None)
+    rows = control_rows(peak)
     c = C.claim_width_lazy_limit(pd.concat([df, pd.DataFrame(rows)], ignore_index=True))
     assert c.control is not None and c.control.verdict.verdict == "reproduced"
     assert c.decision.verdict == "inconclusive" and "does not discriminate" in c.decision.reason
@@ -144,14 +147,10 @@ def test_alpha_networks_at_initialisation_cannot_be_a_working_control():
     assert C._alpha_rule(v, v).verdict == "inconclusive"
 
 
-@pytest.mark.xfail(strict=True, reason="ref5 defect 3 (minor, design: the integrator's): the alpha variants carry no "
-                                       "control. They use the claim's rule, whose control (the small init's SGD sweep) "
-                                       "shows it can read 'no peak'; but in a run without that control (paper-alpha "
-                                       "alone) the claim reads 'no working control' while its alpha variants read "
-                                       "reproduced. Recommendation: cap each variant with the claim's control "
-                                       "(cl.with_control(v, control))")
 def test_alpha_variant_is_not_reproduced_where_the_claims_control_is_missing():
-    c = C.claim_width_lazy_limit(table(peak))
+    """ref5 defect 3: each alpha variant is capped by the claim's own control (with_control): the same planted
+    peak reads reproduced beside a working control (probe 1) and "no working control" without one."""
+    c = C.claim_width_lazy_limit(table(peak, control=None))
     assert "no working control" in c.decision.reason
     assert all(v.verdict != "reproduced" for n, v in c.variants.items() if n.startswith("alpha-scaled"))
 
@@ -214,16 +213,21 @@ def test_premise_removing_every_sweeps_side_reads_not_applicable_naming_it():
     assert all(v.verdict == "not applicable" for v in got.values())
 
 
-@pytest.mark.xfail(strict=True, reason="ref5 defect 2 (design: the integrator's): coverage keeps a sweep whose ends "
-                                       "survive, so a premise that removes only the peak's own widths (the widths "
-                                       "that move most at finite alpha: 4-64 at alpha = 30, k = 10, on the real run) "
-                                       "leaves a monotone remainder that reads 'no peak'. Recommendation: a sweep "
-                                       "that lost interior widths may not read contradicted (cap to inconclusive)")
 def test_premise_removing_only_the_peak_widths_never_reads_contradicted():
     def dip_then_peak(m, k):  # a dip at width 2, the peak at 16: the remainder 1, 2, 128 .. 1024 falls
         return {1: 0.004, 2: 0.0035, 4: 0.006, 8: 0.01, 16: 0.012, 32: 0.008, 64: 0.005}.get(m, 0.003 * (128 / m) ** 0.2)
+    """ref5 defect 2: a sweep that lost interior widths may read reproduced but not contradicted (_gap_capped)."""
     got = variants(table(dip_then_peak, spectral=lambda m, k, a: 0.2 if 4 <= m <= 64 else 0.01))
-    assert all(v.verdict != "contradicted" for v in got.values())
+    assert all(v.verdict == "inconclusive" for v in got.values())
+    assert any("removed interior widths 4, 8, 16, 32, 64" in v.reason for v in got.values())
+    # the rule without the cap reads the falling remainder contradicted: the cap is what changes it
+    a = table(dip_then_peak, spectral=lambda m, k, a: 0.2 if 4 <= m <= 64 else 0.01, control=None)
+    v = C.view(a[(a["regime"] == "alpha") & (a["alpha"] == 100.0)], "end")
+    v = v.assign(stability=v["stability_fd"], stability_init=v["stability_fd_init"])
+    assert width_peak_rule(C.kept(v, C.ALPHA_PREMISES)[0], init_term=C.TRAINED_CURVE).verdict == "contradicted"
+    # gaps do not stop a peak in what is left from reading reproduced (widths 4-8 removed, the peak at 16 kept)
+    got = variants(table(peak, spectral=lambda m, k, a: 0.2 if 2 < m < 16 and k == 10 else 0.01))
+    assert all(v.verdict == "reproduced" for v in got.values())
 
 
 # ---------------------------------------------------------------------------------------
@@ -323,7 +327,7 @@ def _real_seed_rows(base: int) -> pd.DataFrame:
             rows.append(_base(m, base + s, "[0, 1]", 2, 200, "alpha", alpha=100.0, fd_draws=4, lin_steps=0,
                               stability=10 * p, stability_init=5e-5, stability_fd=p, stability_fd_init=5e-5,
                               spectral_change_max=sc))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + control_rows(falling))  # with a working control (the variants are capped by it)
 
 
 def test_real_seeds_0_and_17_never_read_no_peak_from_a_premise_that_removed_the_narrow_end():

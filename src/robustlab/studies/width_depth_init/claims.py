@@ -10,6 +10,7 @@ as its own variant (``Claim.variants``), never substituted for a network that mi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -373,7 +374,9 @@ def claim_width_lazy_limit(df: pd.DataFrame, ctx: Context | None = None) -> Clai
           "control_excluded": [e.to_dict() for e in cexc], "control_parts": width_evidence(ck, TRAINED_CURVE)}
     variants = {"D paired with the closed-form E_W P_init (issue 54's second round)": width_peak_rule(k)}
     alpha_variants, ev_alpha = _alpha_arm(f, lz)
-    variants.update(alpha_variants)
+    # each alpha variant uses the claim's own rule, so it stands only where the claim's control works (ref5
+    # defect 3): in a run without the small-init sweep (paper-alpha alone) it reads "no working control"
+    variants.update({n: cl.with_control(v, control) for n, v in alpha_variants.items()})
     if ev_alpha:
         ev["alpha_arm"] = ev_alpha
     return _claim(cid, statement, where, verdict, ev, control=control, excluded=exc, variants=variants,
@@ -417,10 +420,34 @@ def _alpha_rule(v: pd.DataFrame, k: pd.DataFrame) -> Verdict:
             for n, s in sweeps}
     lost = {n: c.reason for n, c in lost.items() if c is not None}
     mine = {n: k[k.index.isin(s.index)] for n, s in sweeps if n not in lost}
-    parts = {n: peak_part(s, n, TRAINED_CURVE)[0] for n, s in mine.items() if s["width"].nunique() >= 2}
+    parts = {n: _gap_capped(peak_part(s, n, TRAINED_CURVE)[0], _interior_gaps(dict(sweeps)[n], s))
+             for n, s in mine.items() if s["width"].nunique() >= 2}
     if not parts and not lost:
         return not_applicable("no width sweep with >= 2 widths")
     return cl.across("sweep", parts, quantifier="all", outside=lost)[0]
+
+
+def _interior_gaps(all_rows: pd.DataFrame, kept_rows: pd.DataFrame, min_per_value: int = 2) -> list[int]:
+    """The widths strictly inside a sweep's kept range where the premise left fewer than ``min_per_value``
+    networks (the coverage check's count at the ends)."""
+    n_kept = kept_rows.groupby("width").size()
+    kw = sorted(int(m) for m, c in n_kept.items() if c >= min_per_value)
+    if len(kw) < 2:
+        return []
+    return sorted(int(m) for m in pd.unique(all_rows["width"])
+                  if kw[0] < int(m) < kw[-1] and int(n_kept.get(m, 0)) < min_per_value)
+
+
+def _gap_capped(v: Verdict, gaps: list[int]) -> Verdict:
+    """A sweep that lost interior widths to the spectral premise may read reproduced (the peak is in what is
+    left) but not contradicted (ref5 defect 2): at finite alpha the widths that move most are the peak's own,
+    and the falling remainder of a curve whose peak was removed is no evidence of "no peak"."""
+    if v.verdict != CONTRADICTED or not gaps:
+        return v
+    why = (f"spectral-lazy removed interior widths {', '.join(map(str, gaps))} (where the peak may lie): the "
+           "remainder cannot contradict the peak")
+    return dataclasses.replace(v, verdict=INCONCLUSIVE, reason="; ".join(x for x in (why, v.reason) if x),
+                               seeds_needed=None)
 
 
 def _twin_p(t: pd.DataFrame, x: pd.DataFrame, keys: list[str], text: Callable) -> float:
