@@ -137,7 +137,7 @@ def _width_slice(init: str) -> tuple[dict, ...]:
 
 
 # The alpha arm (wdi8, chosen before any run read P): the lazy limit's setting (He, depth 2, widths 1-1024,
-# n = 100, k = 10 and 2) at alpha in {10, 30, 100}; full-batch gradient descent (the object the lazy-training
+# n = 100, k = 10 and 2) at alpha in {10, 30, 100} (see below); full-batch gradient descent (the object the lazy-training
 # theory describes: no minibatch noise) with heavy-ball momentum 0.9 and a constant rate. The rate: the NTK's
 # top eigenvalue over n is 0.02-6.4 over these widths and seeds 0-4 (mnist5k 28x28, n = 100; measured from
 # the kernel, not from P), so 0.25 keeps lr lambda_max / n <= 1.6 < 2 (1 + momentum) everywhere; 2000 steps
@@ -145,8 +145,14 @@ def _width_slice(init: str) -> tuple[dict, ...]:
 # networks' smallest are ~1e-3; near the interpolation width they reach 1e-10, which no finite run fits:
 # the arm's gap to the min-norm solution there is the finite-steps effect, not laziness). P is the finite
 # difference (fd_draws: the alpha network's gradient identity is not its limit's; run._fd_stability).
+#
+# The ladder after the first full run (2026-11-28 night, decided on the premise's outcome, never on P): alpha =
+# 10 decides nothing (spectral-lazy removed 105 of its 110 networks, as wdi8 predicted before the run) and at
+# alpha = 100 one 2-class width-1 network of five moved 0.134, which drops the sweep's narrow end; the change
+# falls as 1/alpha, so alpha = 300 (~0.045) reaches the premise there. The ladder is {30, 100, 300}: the same
+# cost, the alpha = 10 points stay in their store (docs/studies/width-depth-init.md has their table).
 ALPHA_FD_DRAWS = 4
-ALPHA_ARM = {**LAZY_LIMIT, "regime": ["alpha"], "alpha": [10.0, 30.0, 100.0], "lr": [0.25], "momentum": [0.9],
+ALPHA_ARM = {**LAZY_LIMIT, "regime": ["alpha"], "alpha": [30.0, 100.0, 300.0], "lr": [0.25], "momentum": [0.9],
              "batch_size": [100], "epochs": [2000], "decay_start": [0], "target_acc": [0.0], "early_epoch": [0],
              "mc_samples": [0], "fd_draws": [ALPHA_FD_DRAWS]}
 
