@@ -265,6 +265,11 @@ PREMISES: dict[str, cl.Premise] = {
                                                    f"{SPECTRAL_LAZY:g} at the end (the alpha-scaled network's "
                                                    "parameters theta; issue 54's per-layer lazy premise)",
                                   lambda df: _col(df, "spectral_change_max") <= SPECTRAL_LAZY),
+    # the alpha arm's P must have been measured (review ref6 defect 1): a network whose finite-difference P is
+    # NaN (a numerical failure, recorded) must not count as kept, or its width's mean is NaN and the peak rule
+    # reads a curve with holes; decided per width like spectral-lazy, so coverage and the interior-gap cap see it
+    "fd-measured": _per_setting("fd-measured", "the finite-difference P (stability_fd) is finite and positive",
+                                lambda df: _col(df, "stability_fd") > 0),
     "over-parameterised": cl.Premise("over-parameterised", "width >= the number of training points (kappa, §5.2)",
                                      lambda df: pd.to_numeric(df["width"]) >= pd.to_numeric(df["n_train"])),
 }
