@@ -80,3 +80,22 @@ def test_planted_peak_still_reads_reproduced_with_the_new_premise():
         assert v.verdict == "reproduced", (a, v.reason)
         assert v.effect == pytest.approx(min(np.log(peak(PEAK_AT[k], k) / max(peak(1, k), peak(1024, k)))
                                              for k in (10, 2)), abs=0.25)
+
+
+def test_lazy_premises_are_per_layer_where_the_moment_records_layers():
+    """Issue 54: the premises per network use per-layer quantities, not the pooled kappa (dominated by the
+    d x m input layer). At the end of the schedule, where every layer's spectral change is recorded, a network
+    whose pooled kappa is small (0.15) but one layer moved 1.2 is not lazy; one whose kappa is 0.5 with every
+    layer within 0.05 is. Where no layer is recorded (the target moment) kappa decides, as before."""
+    import pandas as pd
+
+    A = importlib.import_module("robustlab.studies.width_depth_init.analysis")
+    f = pd.DataFrame({"kappa": [0.15, 0.5, 0.15], "spectral_change_max": [1.2, 0.05, np.nan],
+                      "kappa_at_target": [0.15, 0.5, 0.15], "fd_ratio": 1.0, "train_acc": 1.0, "target_acc": 0.99,
+                      "width": 16, "stability": 0.1})
+    end = C.view(f, "end")
+    assert list(A.PREMISES["not-lazy"].test(end)) == [True, False, False]
+    assert list(A.PREMISES["lazy"].test(end)) == [False, True, True]
+    tgt = C.view(f.assign(reached_target=True, stability_at_target=0.1), "target")
+    assert list(A.PREMISES["lazy"].test(tgt)) == [True, False, True]
+    assert list(C.view(f, "init")["layer_m"]) == [0.0] * 3

@@ -130,7 +130,7 @@ def _fit_end(f: pd.DataFrame) -> pd.Series:
 def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
     """Final rows with the columns of one moment of measurement: ``stability``, ``train_acc``,
     ``test_acc``, ``train_loss``, ``fd`` (finite difference / linear formula), ``kappa_m`` (κ
-    then) and ``fit`` (the network is at the target fit then), plus ``trained`` (= ``fit``).
+    then), ``layer_m`` (the largest per-layer relative spectral change then, where recorded) and ``fit`` (the network is at the target fit then), plus ``trained`` (= ``fit``).
 
     ``target``: when the network first reached the targets (NaN where it never did: those
     networks fail ``fit`` and are excluded, never measured elsewhere in their place); ``end``:
@@ -148,8 +148,10 @@ def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
         v["fit"] = col("reached_target").fillna(False).astype(bool)
     elif protocol == "end":
         v["fd"], v["kappa_m"], v["fit"] = col("fd_ratio"), col("kappa"), _fit_end(v)
+        v["layer_m"] = col("spectral_change_max")
     elif protocol == "init":
         v["stability"], v["fd"], v["kappa_m"], v["fit"] = col("stability_init"), col("fd_ratio_init"), 0.0, True
+        v["layer_m"] = 0.0
     elif protocol == "early":
         v["stability"], v["fd"], v["kappa_m"] = col("stability_early"), col("fd_ratio_early"), np.nan
         v["train_acc"], v["train_loss"] = col("train_acc_early"), col("train_loss_early")
@@ -206,6 +208,16 @@ def _p_change(df: pd.DataFrame) -> pd.Series:
         return (np.log(a.where(a > 0)) - np.log(b.where(b > 0))).abs()
 
 
+def _lazy(df: pd.DataFrame, outside: bool = False) -> pd.Series:
+    """Per network: lazy (every layer within SPECTRAL_LAZY) or, with ``outside``, not lazy (some layer beyond
+    it), from the moment's per-layer measure ``layer_m``; where that is not recorded, from the pooled κ against
+    KAPPA_LAZY. Neither measured: neither lazy nor not lazy."""
+    layer, kappa = _col(df, "layer_m"), _col(df, "kappa_m")
+    val, bound = layer.where(layer.notna(), kappa), pd.Series(np.where(layer.notna(), SPECTRAL_LAZY, KAPPA_LAZY),
+                                                              index=df.index)
+    return (val > bound) if outside else (val <= bound)
+
+
 PLATEAU_PREMISES = ("plateau-acc", "plateau-loss")  # App. E.2's "loss and accuracy almost unchanged"
 
 
@@ -230,10 +242,15 @@ def _per_setting(name: str, description: str, test: Callable[[pd.DataFrame], pd.
 PREMISES: dict[str, cl.Premise] = {
     "equal-fit": cl.premise_true("equal-fit", "fit", "at the target fit when measured (target_acc reached; "
                                                       "at the end of the schedule: training accuracy >= target_acc)"),
-    "lazy": cl.premise_at_most("lazy", "kappa_m", KAPPA_LAZY, "kappa = |theta - theta0| / |theta0| when measured"),
-    "not-lazy": cl.Premise("not-lazy", f"kappa = |theta - theta0| / |theta0| > {KAPPA_LAZY:g} when measured "
-                                       "(outside Thm 1's lazy regime: the small-init control's own regime)",
-                           lambda df: pd.to_numeric(df["kappa_m"], errors="coerce") > KAPPA_LAZY),
+    # per layer where the moment has a per-layer measure (issue 54: the pooled kappa is dominated by the d x m
+    # input layer; the end of the schedule records every layer's spectral change), else the pooled kappa
+    "lazy": cl.Premise("lazy", f"every layer's ||W_l - W_l(0)||_2 / ||W_l(0)||_2 <= {SPECTRAL_LAZY:g} where the "
+                               f"moment records it (the end), else kappa = |theta - theta0| / |theta0| <= {KAPPA_LAZY:g}",
+                       lambda df: _lazy(df)),
+    "not-lazy": cl.Premise("not-lazy", f"some layer's ||W_l - W_l(0)||_2 / ||W_l(0)||_2 > {SPECTRAL_LAZY:g} where the "
+                                       f"moment records it (the end), else kappa > {KAPPA_LAZY:g} (outside Thm 1's lazy "
+                                       "regime: the small-init control's own regime)",
+                           lambda df: _lazy(df, outside=True)),
     "width>=classes": cl.Premise("width>=classes", "width >= the number of classes (no bottleneck below k)",
                                  lambda df: pd.to_numeric(df["width"]) >= _classes(df)),
     "fd-linear": cl.Premise("fd-linear", f"|finite difference / linear formula - 1| <= {FD_TOL:g} at radius eps "

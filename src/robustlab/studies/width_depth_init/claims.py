@@ -134,7 +134,8 @@ SPECS = (
     cl.ClaimSpec("width-peak-lazy-limit", premises=LAZY_LIMIT_PREMISES, control=cl.ControlSpec(
         SMALL, "the small-init networks trained by SGD (non-lazy, outside Thm 1): monotone in width by Thm 3 / "
                "Fig. 4(b), no interior maximum in the trained curve P_T; its networks are checked to be non-lazy "
-               "(kappa > KAPPA_LAZY) and validly measured, not on width-peak's plateau. No linearised small init: "
+               "(some layer moved > SPECTRAL_LAZY in spectral norm; kappa > KAPPA_LAZY where no layer is recorded) and "
+               "validly measured, not on width-peak's plateau. No linearised small init: "
                "it would keep the mechanism (a min-norm solve peaks at the interpolation width at any init scale)")),
     cl.ClaimSpec("width-peak-n-train", kind=cl.EXPLORATORY, premises=WIDTH_PREMISES),
     cl.ClaimSpec("depth-init-at-init", kind=cl.SELF_CHECK, premises=AT_INIT_PREMISES),

@@ -20,10 +20,10 @@ from ... import claims as cl
 from ...metrics import expected_stability_at_init
 from ...stats import INCONCLUSIVE, Condition, Verdict, combine, decide, not_applicable
 from .analysis import (
-    KAPPA_LAZY,
     PLATEAU_PREMISES,
     PREMISES,
     PROTOCOLS,
+    SPECTRAL_LAZY,
     _r,
     _table,
     boot_estimate,
@@ -177,12 +177,12 @@ def peak_part(sub: pd.DataFrame, name: str, init_term: str = "closed form") -> t
 def _layer_change(sub: pd.DataFrame) -> dict:
     """Evidence: per width, the median over networks of the largest per-layer relative spectral change
     ‖W_l − W_l(0)‖₂ / ‖W_l(0)‖₂ at the end (issue 54: per layer, not the pooled κ), and the share of networks
-    whose every layer moved at most KAPPA_LAZY in that norm."""
+    whose every layer moved at most SPECTRAL_LAZY in that norm."""
     if "spectral_change_max" not in sub.columns or sub["spectral_change_max"].isna().all():
         return {}
     x = pd.to_numeric(sub["spectral_change_max"], errors="coerce")
     return {"max_layer_spectral_change_median": {int(m): _r(g.median(), 3) for m, g in x.groupby(sub["width"])},
-            "share_every_layer_within_lazy_bound": _r(float((x.dropna() <= KAPPA_LAZY).mean()), 3)}
+            "share_every_layer_within_lazy_bound": _r(float((x.dropna() <= SPECTRAL_LAZY).mean()), 3)}
 
 
 def width_peak_rule(rows: pd.DataFrame, init_term: str = "closed form") -> Verdict:
