@@ -63,8 +63,9 @@ WORKER_DIED = ("WorkerDied: the worker process running this point died (a crash 
 class _Sink:
     """Where finished groups go: the store (one transaction per group) and the bar."""
 
-    def __init__(self, store: Store, bar: Progress, replace_failed: bool):
+    def __init__(self, store: Store, bar: Progress, replace_failed: bool, recorded: frozenset[str] = frozenset()):
         self.store, self.bar, self.replace_failed = store, bar, replace_failed
+        self.recorded = recorded  # points recorded before this sitting whose group ran again: kept as they were
         self.failed = 0
         self.warned: set[str] = set()
 
@@ -72,6 +73,9 @@ class _Sink:
         self.bar.running(text)
 
     def record(self, entries: list[dict]) -> None:
+        entries = [e for e in entries if e["key"] not in self.recorded]
+        if not entries:
+            return
         self.store.record(entries, replace_failed=self.replace_failed)
         n_fail = sum(e["status"] == "failed" for e in entries)
         self.failed += n_fail
@@ -87,14 +91,17 @@ class _Sink:
 
 
 def execute(groups: list[list[Config]], fn: RunFn, store: Store, options: SweepOptions, *,
-            total: int, already: int, label: str, describe: Describe | None = None) -> int:
-    """Run ``groups`` on the chosen backend into ``store``; returns how many points failed."""
+            total: int, already: int, label: str, describe: Describe | None = None,
+            recorded: frozenset[str] = frozenset()) -> int:
+    """Run ``groups`` on the chosen backend into ``store``; returns how many points failed.
+    ``recorded``: members of ``groups`` recorded before (an ensemble chunk runs whole): their
+    outcomes are dropped, never recorded or counted again."""
     from .checkpoint import progress_of
 
     describe = describe or (lambda g: f"seed={g[0].seed}")
     saved = None if options.backend == "ray" else (lambda: progress_of(_checkpoints(store)))
     with Progress(total=total, initial=already, label=label, quiet=options.quiet, saved=saved) as bar:
-        sink = _Sink(store, bar, options.retry_failed)
+        sink = _Sink(store, bar, options.retry_failed, recorded)
         if not groups:
             return 0
         if options.backend == "ray":

@@ -420,18 +420,23 @@ def run_sweep(points: list[Config], fn: Callable[[list[Config], str], list[Any]]
     """
     done = store.keys("done")
     skip = done if options.retry_failed else store.keys()
-    groups = []
+    groups, n_todo = [], 0
     for g in group_points(points, ensemble, max_group):
         todo = [p for p in g if p.key() not in skip]
+        n_todo += len(todo)
+        # an ensemble chunk runs whole even when some of its members are recorded: a member's numbers
+        # depend on its batch's shapes (a (E, ...) product of E = 1 and of E = 2 can differ in the last
+        # bit on some BLAS builds), so a resume that trained the missing seeds alone would record other
+        # numbers than the first sitting did; the recorded members' outcomes are dropped (``recorded``)
         if todo:
-            groups.append(todo)
+            groups.append(g if ensemble else todo)
     if options.parallel:
         groups = costliest_first(groups, weight)
-    n_todo = sum(len(g) for g in groups)
     t0 = time.perf_counter()
+    recorded = frozenset(p.key() for g in groups for p in g if p.key() in skip)
     failed = execute(groups, fn, store, options, total=len(points),
                               already=len(points) - n_todo, label=label,
-                              describe=_describer(points, ensemble))
+                              describe=_describer(points, ensemble), **({"recorded": recorded} if recorded else {}))
     with contextlib.suppress(OSError):  # the groups remove their own; keep any a failed group left
         (store.path.parent / CHECKPOINTS).rmdir()
     return {"points": len(points), "skipped": len(points) - n_todo, "ran": n_todo,
