@@ -130,7 +130,8 @@ def _fit_end(f: pd.DataFrame) -> pd.Series:
 def view(f: pd.DataFrame, protocol: str) -> pd.DataFrame:
     """Final rows with the columns of one moment of measurement: ``stability``, ``train_acc``,
     ``test_acc``, ``train_loss``, ``fd`` (finite difference / linear formula), ``kappa_m`` (κ
-    then), ``layer_m`` (the largest per-layer relative spectral change then, where recorded) and ``fit`` (the network is at the target fit then), plus ``trained`` (= ``fit``).
+    then), ``layer_m`` (the largest per-layer relative spectral change then, where recorded) and
+    ``fit`` (the network is at the target fit then), plus ``trained`` (= ``fit``).
 
     ``target``: when the network first reached the targets (NaN where it never did: those
     networks fail ``fit`` and are excluded, never measured elsewhere in their place); ``end``:
@@ -246,7 +247,7 @@ PREMISES: dict[str, cl.Premise] = {
     # input layer; the end of the schedule records every layer's spectral change), else the pooled kappa
     "lazy": cl.Premise("lazy", f"every layer's ||W_l - W_l(0)||_2 / ||W_l(0)||_2 <= {SPECTRAL_LAZY:g} where the "
                                f"moment records it (the end), else kappa = |theta - theta0| / |theta0| <= {KAPPA_LAZY:g}",
-                       lambda df: _lazy(df)),
+                       _lazy),
     "not-lazy": cl.Premise("not-lazy", f"some layer's ||W_l - W_l(0)||_2 / ||W_l(0)||_2 > {SPECTRAL_LAZY:g} where the "
                                        f"moment records it (the end), else kappa > {KAPPA_LAZY:g} (outside Thm 1's lazy "
                                        "regime: the small-init control's own regime)",

@@ -421,13 +421,13 @@ def _alpha_rule(v: pd.DataFrame, k: pd.DataFrame) -> Verdict:
             for n, s in sweeps}
     lost = {n: c.reason for n, c in lost.items() if c is not None}
     mine = {n: k[k.index.isin(s.index)] for n, s in sweeps if n not in lost}
-    parts = {n: _gap_capped(peak_part(s, n, TRAINED_CURVE)[0], _interior_gaps(dict(sweeps)[n], s))
-             for n, s in mine.items() if s["width"].nunique() >= 2}
-    if not parts and not lost:
+    gaps = {n: _interior_gaps(dict(sweeps)[n], s) for n, s in mine.items() if s["width"].nunique() >= 2}
+    if not gaps and not lost:
         return not_applicable("no width sweep with >= 2 widths")
-    # gap-capped sweeps first (review ref6 defect 2): with several undecided sweeps the join reports the first
-    # one's reason, and the cap's reason (the premise removed the peak's widths) is the one a reader needs
-    parts = dict(sorted(parts.items(), key=lambda kv: GAP_CAPPED not in (kv[1].reason or "")))
+    # sweeps with gaps first (review ref6 defect 2): with several undecided sweeps the join reports the first
+    # one's reason, and the gap's (the premise removed the peak's widths) is the one a reader needs
+    parts = {n: _gap_capped(peak_part(mine[n], n, TRAINED_CURVE)[0], g)
+             for n, g in sorted(gaps.items(), key=lambda kv: not kv[1])}
     return cl.across("sweep", parts, quantifier="all", outside=lost)[0]
 
 
@@ -442,16 +442,13 @@ def _interior_gaps(all_rows: pd.DataFrame, kept_rows: pd.DataFrame, min_per_valu
                   if kw[0] < int(m) < kw[-1] and int(n_kept.get(m, 0)) < min_per_value)
 
 
-GAP_CAPPED = "removed interior widths"
-
-
 def _gap_capped(v: Verdict, gaps: list[int]) -> Verdict:
     """A sweep that lost interior widths to the spectral premise may read reproduced (the peak is in what is
     left) but not contradicted (ref5 defect 2): at finite alpha the widths that move most are the peak's own,
     and the falling remainder of a curve whose peak was removed is no evidence of "no peak"."""
     if v.verdict not in (CONTRADICTED, INCONCLUSIVE) or not gaps:
         return v  # an undecided remainder keeps its verdict but names the gap (review ref6)
-    why = (f"{' / '.join(ALPHA_PREMISES)} {GAP_CAPPED} {', '.join(map(str, gaps))} (where the peak may lie): the "
+    why = (f"{' / '.join(ALPHA_PREMISES)} removed interior widths {', '.join(map(str, gaps))} (where the peak may lie): the "
            "remainder cannot contradict the peak")
     return dataclasses.replace(v, verdict=INCONCLUSIVE, reason="; ".join(x for x in (why, v.reason) if x),
                                seeds_needed=None)
